@@ -1,0 +1,47 @@
+//! Engine-wide limits and defaults.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Limits and defaults of a [`crate::JobManager`]. `Default` gives the documented values.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The shell that runs each command as `<shell> -c <command>`. Default `/bin/sh`.
+    pub shell: PathBuf,
+    /// Default terminal width for jobs that do not give one. Default 120.
+    pub cols: u16,
+    /// Default terminal height for jobs that do not give one. Default 40.
+    pub rows: u16,
+    /// Most jobs running at once; finished jobs never count. Default 32.
+    pub max_running: usize,
+    /// Most finished jobs kept listed; the oldest finished job is forgotten first. Default 500.
+    pub max_finished: usize,
+    /// Per-job cap on the held transcript, in bytes of text; oldest lines are evicted first.
+    /// Default 4 MiB.
+    pub transcript_bytes: usize,
+    /// A line longer than this many bytes is split into several transcript lines, so a single
+    /// endless line stays bounded. Default 64 KiB.
+    pub max_line_bytes: usize,
+    /// Time between the polite signal of a kill and SIGKILL. Default 3 s.
+    pub kill_grace: Duration,
+    /// After the job's shell exits, how long output is still drained while some other process
+    /// (a background grandchild) holds the terminal open, before that process group is killed.
+    /// Default 500 ms.
+    pub drain_timeout: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            shell: PathBuf::from("/bin/sh"),
+            cols: 120,
+            rows: 40,
+            max_running: 32,
+            max_finished: 500,
+            transcript_bytes: 4 * 1024 * 1024,
+            max_line_bytes: 64 * 1024,
+            kill_grace: Duration::from_secs(3),
+            drain_timeout: Duration::from_millis(500),
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Job identity, the spec a job is started from, and the snapshots handed to callers.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// A job's id: a UUID v4, printed in its hyphenated lowercase form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobId(uuid::Uuid);
+
+impl JobId {
+    /// A fresh random id.
+    pub fn new() -> Self {
+        Self(uuid::Uuid::new_v4())
+    }
+}
+
+impl Default for JobId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+impl FromStr for JobId {
+    type Err = Error;
+
+    /// Parses strictly: only the hyphenated 36-character form (any case) is accepted, so a path,
+    /// an empty string or a truncated id is an [`Error::InvalidJobId`], never a lookup.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let t = s.trim();
+        if t.len() != 36 {
+            return Err(Error::InvalidJobId(s.to_owned()));
+        }
+        uuid::Uuid::try_parse(t).map(Self).map_err(|_| Error::InvalidJobId(s.to_owned()))
+    }
+}
+
+/// What to run. Only `command` is required; `None` fields take the manager's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct JobSpec {
+    /// The command line, run as `<shell> -c <command>` (pipes, `&&`, quotes and globs work).
+    pub command: String,
+    /// Working directory; must exist and be a directory. Default: the server's.
+    pub cwd: Option<PathBuf>,
+    /// Extra environment variables, on top of the server's and the terminal defaults.
+    pub env: BTreeMap<String, String>,
+    /// Terminal width in columns (1..=1000).
+    pub cols: Option<u16>,
+    /// Terminal height in rows (1..=1000).
+    pub rows: Option<u16>,
+    /// A short human name shown in listings.
+    pub name: Option<String>,
+    /// Kill the job (TERM, grace, KILL) when it runs longer than this.
+    pub timeout: Option<Duration>,
+}
+
+impl JobSpec {
+    /// A spec for `command` with every option at its default.
+    pub fn new(command: impl Into<String>) -> Self {
+        Self { command: command.into(), ..Self::default() }
+    }
+}
+
+/// A job's state. Wire names are exactly `running`, `completed`, `failed`, `killed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobStatus {
+    /// The job's process is alive (or its output is still being drained).
+    Running,
+    /// The command exited with status 0.
+    Completed,
+    /// Non-zero exit, death by a signal ptyjobs did not send, or a failed start.
+    Failed,
+    /// Ended by `kill`, by its timeout, or by shutdown.
+    Killed,
+}
+
+impl JobStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Killed => "killed",
+        }
+    }
+
+    /// Whether the job has ended (any status but `Running`).
+    pub fn is_final(self) -> bool {
+        self != Self::Running
+    }
+}
+
+impl fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for JobStatus {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "running" => Ok(Self::Running),
+            "completed" => Ok(Self::Completed),
+            "failed" => Ok(Self::Failed),
+            "killed" => Ok(Self::Killed),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown status {s:?}: expected running, completed, failed or killed"
+            ))),
+        }
+    }
+}
+
+/// A plain snapshot of one job, taken under the manager's lock and handed out by value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobInfo {
+    /// The job's id.
+    pub id: JobId,
+    /// Optional human name given at start.
+    pub name: Option<String>,
+    /// The command line as given.
+    pub command: String,
+    /// The working directory the job started in.
+    pub cwd: PathBuf,
+    /// Process id of the job's shell (also its process-group and session id).
+    pub pid: u32,
+    /// Current status.
+    pub status: JobStatus,
+    /// Exit code, once the job exited normally.
+    pub exit_code: Option<i32>,
+    /// Name of the signal that ended the job (`SIGTERM`, ...), if one did.
+    pub signal: Option<String>,
+    /// When the job started.
+    pub started: DateTime<Utc>,
+    /// When the job became final.
+    pub finished: Option<DateTime<Utc>>,
+    /// Milliseconds from start to finish, or to now while running.
+    pub duration_ms: u64,
+    /// Why a job was killed or failed, in a few words (`kill_job`, `timeout`, `shutdown`, ...).
+    pub reason: Option<String>,
+    /// Terminal size `(cols, rows)`.
+    pub size: (u16, u16),
+}

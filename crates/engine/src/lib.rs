@@ -1,0 +1,38 @@
+//! # ptyjobs-engine
+//!
+//! Runs shell commands as background jobs, each under its own pseudo-terminal, and gives their
+//! output back as clean text: a vt100 emulator resolves colours, `\r` redraws and cursor moves
+//! into what a person would have seen. The engine knows nothing of MCP or Node; the `ptyjobs`
+//! server and the Node binding are thin faces over [`JobManager`].
+//!
+//! ```no_run
+//! # async fn demo() -> ptyjobs_engine::Result<()> {
+//! use std::time::Duration;
+//! use ptyjobs_engine::{EngineConfig, JobManager, JobSpec};
+//!
+//! let jobs = JobManager::new(EngineConfig::default())?; // inside a tokio runtime
+//! let job = jobs.execute(JobSpec::new("printf '\\033[31mred\\033[0m\\n'; exit 3"))?;
+//! let done = jobs.wait(job.id, Some(Duration::from_secs(10))).await?;
+//! assert_eq!(done.exit_code, Some(3));
+//! assert_eq!(jobs.output(job.id, None, None)?.output, "red");
+//! jobs.shutdown().await;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod config;
+mod error;
+mod job;
+mod manager;
+mod output;
+mod pty;
+mod signal;
+mod terminal;
+
+pub use config::EngineConfig;
+pub use error::{Error, Result};
+pub use job::{JobId, JobInfo, JobSpec, JobStatus};
+pub use manager::{Interaction, JobEvent, JobManager};
+pub use output::OutputSlice;
+pub use signal::{KillOutcome, Signal};
+pub use terminal::{ScreenSnapshot, Terminal};

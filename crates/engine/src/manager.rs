@@ -1,0 +1,602 @@
+//! `JobManager`: the job table behind one lock, and the only place a job's status changes.
+//!
+//! Locking: the table lock and a job's state lock are never held together except table → job
+//! (the finishing path releases the job lock before it takes the table lock). No lock is held
+//! across an `.await` or a blocking wait.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::config::EngineConfig;
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
+use crate::output::OutputSlice;
+use crate::pty::{self, ExitInfo, SpawnSpec, Spawner};
+use crate::signal::{self, KillOutcome, Signal};
+use crate::terminal::{ScreenSnapshot, Terminal};
+
+/// How long after the last output an interaction counts as answered.
+const INTERACT_IDLE: Duration = Duration::from_millis(300);
+/// How long a kill waits for the job's processes after SIGKILL before it gives up waiting.
+const AFTER_KILL: Duration = Duration::from_secs(2);
+
+/// A change notification of one job: sent whenever output arrives and when the job ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JobEvent {
+    /// Bytes read from the job's terminal so far.
+    pub bytes: u64,
+    /// The job is final (status no longer `running`, all output held).
+    pub finished: bool,
+}
+
+/// What an interaction with a job produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interaction {
+    /// The text from the line the input went to (a prompt's line) to the end: the echo of the
+    /// input and the job's response.
+    pub output: String,
+    /// Bytes of input the terminal accepted.
+    pub bytes_written: usize,
+    /// The job's status after the response.
+    pub status: JobStatus,
+    /// Absolute line number where `output` starts.
+    pub first_line: u64,
+    /// Absolute line number after the end of `output`.
+    pub next_offset: u64,
+}
+
+/// Runs jobs under PTYs and keeps their records. Cheap to clone; all clones share one table.
+///
+/// Create it inside a tokio runtime: timers (job timeouts) run on that runtime.
+#[derive(Clone)]
+pub struct JobManager {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for JobManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobManager").field("config", &self.inner.config).finish()
+    }
+}
+
+struct Inner {
+    config: EngineConfig,
+    runtime: tokio::runtime::Handle,
+    spawner: Spawner,
+    table: Mutex<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    jobs: HashMap<JobId, Arc<Job>>,
+    /// Ids in start order (oldest first), for listing.
+    order: Vec<JobId>,
+    /// Finished ids in finish order, for evicting the oldest.
+    finished: VecDeque<JobId>,
+    running: usize,
+}
+
+struct Job {
+    id: JobId,
+    name: Option<String>,
+    command: String,
+    cwd: PathBuf,
+    pid: u32,
+    started: DateTime<Utc>,
+    started_at: Instant,
+    state: Mutex<State>,
+    events: watch::Sender<JobEvent>,
+}
+
+struct State {
+    status: JobStatus,
+    exit: Option<ExitInfo>,
+    finished: Option<DateTime<Utc>>,
+    finished_at: Option<Instant>,
+    reason: Option<String>,
+    /// Set when ptyjobs decided to end the job; the reason becomes the job's.
+    kill_reason: Option<String>,
+    term: Terminal,
+    size: (u16, u16),
+    /// The PTY master for writes and resizes; `None` once the job is final.
+    master: Option<Arc<OwnedFd>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a lock leaves plain data behind; keep serving rather than cascade.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Job {
+    fn info(&self) -> JobInfo {
+        let s = lock(&self.state);
+        let end = s.finished_at.unwrap_or_else(Instant::now);
+        JobInfo {
+            id: self.id,
+            name: self.name.clone(),
+            command: self.command.clone(),
+            cwd: self.cwd.clone(),
+            pid: self.pid,
+            status: s.status,
+            exit_code: match s.exit {
+                Some(ExitInfo::Code(c)) => Some(c),
+                _ => None,
+            },
+            signal: match s.exit {
+                Some(ExitInfo::Signal(n)) => Some(signal::signal_name(n)),
+                _ => None,
+            },
+            started: self.started,
+            finished: s.finished,
+            duration_ms: u64::try_from(end.duration_since(self.started_at).as_millis())
+                .unwrap_or(u64::MAX),
+            reason: s.reason.clone(),
+            size: s.size,
+        }
+    }
+
+    fn master(&self) -> Result<Arc<OwnedFd>> {
+        let s = lock(&self.state);
+        s.master.clone().ok_or(Error::NotRunning { id: self.id, status: s.status })
+    }
+
+    /// Waits until the job is final or `timeout` passes; true if final.
+    async fn wait_final(&self, timeout: Duration) -> bool {
+        let mut rx = self.events.subscribe();
+        matches!(tokio::time::timeout(timeout, rx.wait_for(|e| e.finished)).await, Ok(Ok(_)))
+    }
+}
+
+/// The reader thread's view of a job.
+struct JobSink {
+    job: Arc<Job>,
+    manager: Weak<Inner>,
+}
+
+impl pty::Sink for JobSink {
+    fn data(&self, bytes: &[u8]) {
+        lock(&self.job.state).term.feed(bytes);
+        self.job.events.send_modify(|e| e.bytes += bytes.len() as u64);
+    }
+
+    fn exited(&self, exit: ExitInfo) {
+        finish(&self.job, exit);
+        if let Some(inner) = self.manager.upgrade() {
+            inner.retire(self.job.id);
+        }
+        self.job.events.send_modify(|e| e.finished = true);
+    }
+}
+
+/// Makes a job final: the one place a job leaves `running`.
+fn finish(job: &Job, exit: ExitInfo) {
+    let mut s = lock(&job.state);
+    s.term.finish();
+    s.exit = Some(exit);
+    s.finished = Some(Utc::now());
+    s.finished_at = Some(Instant::now());
+    s.master = None;
+    (s.status, s.reason) = match (s.kill_reason.take(), exit) {
+        (Some(reason), _) => (JobStatus::Killed, Some(reason)),
+        (None, ExitInfo::Code(0)) => (JobStatus::Completed, None),
+        (None, ExitInfo::Code(c)) => (JobStatus::Failed, Some(format!("exited with code {c}"))),
+        (None, ExitInfo::Signal(n)) => {
+            (JobStatus::Failed, Some(format!("killed by {}", signal::signal_name(n))))
+        }
+    };
+}
+
+impl Inner {
+    fn job(&self, id: JobId) -> Result<Arc<Job>> {
+        lock(&self.table).jobs.get(&id).cloned().ok_or(Error::JobNotFound(id))
+    }
+
+    /// Moves a final job from the running count to the finished list, evicting the oldest
+    /// finished jobs over the cap.
+    fn retire(&self, id: JobId) {
+        let mut t = lock(&self.table);
+        t.running = t.running.saturating_sub(1);
+        t.finished.push_back(id);
+        while t.finished.len() > self.config.max_finished {
+            if let Some(old) = t.finished.pop_front() {
+                t.jobs.remove(&old);
+                t.order.retain(|j| *j != old);
+            }
+        }
+    }
+
+    /// Ends a running job: `sig`, then SIGKILL after `grace`, then waits until no process of
+    /// it remains (bounded). Never holds a lock while waiting.
+    async fn kill(&self, id: JobId, sig: Signal, grace: Duration, reason: &str) -> KillOutcome {
+        let Ok(job) = self.job(id) else { return KillOutcome::NotFound };
+        {
+            let mut s = lock(&job.state);
+            if s.status.is_final() {
+                return KillOutcome::AlreadyTerminated;
+            }
+            s.kill_reason.get_or_insert_with(|| reason.to_owned());
+        }
+        signal::kill_job_processes(job.pid, sig.number());
+        if sig != Signal::KILL && !job.wait_final(grace).await {
+            signal::kill_job_processes(job.pid, libc::SIGKILL);
+        }
+        job.wait_final(AFTER_KILL).await;
+        // Processes that left the terminal but stayed in the session outlive the job's EOF.
+        let deadline = Instant::now() + AFTER_KILL;
+        while !signal::job_processes(job.pid).is_empty() && Instant::now() < deadline {
+            signal::kill_job_processes(job.pid, libc::SIGKILL);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        KillOutcome::Killed
+    }
+}
+
+impl Drop for Inner {
+    /// A manager that goes away takes its jobs with it: no orphans.
+    fn drop(&mut self) {
+        let t = lock(&self.table);
+        for job in t.jobs.values() {
+            if !lock(&job.state).status.is_final() {
+                signal::kill_job_processes(job.pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+fn check_size(what: &str, v: u16) -> Result<u16> {
+    if (1..=1000).contains(&v) {
+        Ok(v)
+    } else {
+        Err(Error::InvalidArgument(format!("{what} must be between 1 and 1000, got {v}")))
+    }
+}
+
+impl JobManager {
+    /// A manager with `config`, using the current tokio runtime for its timers.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] outside a tokio runtime; [`Error::Io`] if the spawner thread
+    /// cannot start.
+    pub fn new(config: EngineConfig) -> Result<Self> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            Error::InvalidArgument("JobManager::new must be called inside a tokio runtime".into())
+        })?;
+        Self::with_runtime(config, runtime)
+    }
+
+    /// A manager with `config` whose timers run on `runtime`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the spawner thread cannot start.
+    pub fn with_runtime(config: EngineConfig, runtime: tokio::runtime::Handle) -> Result<Self> {
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                runtime,
+                spawner: Spawner::new()?,
+                table: Mutex::new(Table::default()),
+            }),
+        })
+    }
+
+    /// The limits and defaults in force.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// Starts `spec.command` under a new PTY and returns at once.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an empty command, a bad size or a `cwd` that is not a
+    /// directory; [`Error::LimitReached`] when `max_running` jobs run or no PTY is left;
+    /// [`Error::Spawn`] when the shell cannot be started.
+    pub fn execute(&self, spec: JobSpec) -> Result<JobInfo> {
+        let inner = &self.inner;
+        let cfg = &inner.config;
+        if spec.command.trim().is_empty() {
+            return Err(Error::InvalidArgument("command is empty: give a shell command".into()));
+        }
+        if spec.command.contains('\0') {
+            return Err(Error::InvalidArgument("command contains a NUL byte".into()));
+        }
+        for (k, v) in &spec.env {
+            if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
+                return Err(Error::InvalidArgument(format!("invalid environment variable {k:?}")));
+            }
+        }
+        let cols = check_size("cols", spec.cols.unwrap_or(cfg.cols))?;
+        let rows = check_size("rows", spec.rows.unwrap_or(cfg.rows))?;
+        let cwd = match &spec.cwd {
+            Some(dir) => {
+                if !dir.is_dir() {
+                    return Err(Error::InvalidArgument(format!(
+                        "cwd {} does not exist or is not a directory",
+                        dir.display()
+                    )));
+                }
+                dir.clone()
+            }
+            None => std::env::current_dir()?,
+        };
+        {
+            let mut t = lock(&inner.table);
+            if t.running >= cfg.max_running {
+                return Err(Error::LimitReached(format!(
+                    "{} jobs are running (the maximum); kill or wait for one first",
+                    t.running
+                )));
+            }
+            t.running += 1; // reserve the slot; released below if the spawn fails
+        }
+        let spawn_spec = SpawnSpec {
+            shell: cfg.shell.clone(),
+            command: spec.command.clone(),
+            cwd: cwd.clone(),
+            env: spec.env.clone(),
+            cols,
+            rows,
+        };
+        let spawned = match inner.spawner.spawn(spawn_spec) {
+            Ok(s) => s,
+            Err(e) => {
+                let mut t = lock(&inner.table);
+                t.running = t.running.saturating_sub(1);
+                return Err(e);
+            }
+        };
+        let master = Arc::new(spawned.master);
+        let reader_fd = master.try_clone()?;
+        let (events, _) = watch::channel(JobEvent::default());
+        let job = Arc::new(Job {
+            id: JobId::new(),
+            name: spec.name.clone(),
+            command: spec.command.clone(),
+            cwd,
+            pid: spawned.pid,
+            started: Utc::now(),
+            started_at: Instant::now(),
+            state: Mutex::new(State {
+                status: JobStatus::Running,
+                exit: None,
+                finished: None,
+                finished_at: None,
+                reason: None,
+                kill_reason: None,
+                term: Terminal::new(cols, rows, cfg.transcript_bytes, cfg.max_line_bytes),
+                size: (cols, rows),
+                master: Some(master),
+            }),
+            events,
+        });
+        {
+            let mut t = lock(&inner.table);
+            t.jobs.insert(job.id, job.clone());
+            t.order.push(job.id);
+        }
+        let sink = JobSink { job: job.clone(), manager: Arc::downgrade(inner) };
+        if let Err(e) = pty::start_reader(job.pid, reader_fd, cfg.drain_timeout, sink) {
+            signal::kill_job_processes(job.pid, libc::SIGKILL);
+            return Err(e);
+        }
+        if let Some(timeout) = spec.timeout {
+            let weak = Arc::downgrade(inner);
+            let id = job.id;
+            inner.runtime.spawn(async move {
+                tokio::time::sleep(timeout).await;
+                if let Some(inner) = weak.upgrade() {
+                    let grace = inner.config.kill_grace;
+                    inner.kill(id, Signal::TERM, grace, "timeout").await;
+                }
+            });
+        }
+        Ok(job.info())
+    }
+
+    /// A snapshot of one job.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`].
+    pub fn status(&self, id: JobId) -> Result<JobInfo> {
+        Ok(self.inner.job(id)?.info())
+    }
+
+    /// Every known job, newest first.
+    pub fn list(&self) -> Vec<JobInfo> {
+        let jobs: Vec<Arc<Job>> = {
+            let t = lock(&self.inner.table);
+            t.order.iter().rev().filter_map(|id| t.jobs.get(id).cloned()).collect()
+        };
+        jobs.iter().map(|j| j.info()).collect()
+    }
+
+    /// Lines `offset..offset+limit` of the clean transcript (absolute line numbers; `offset`
+    /// defaults to the first line still held, `limit` to all).
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`].
+    pub fn output(&self, id: JobId, offset: Option<u64>, limit: Option<usize>) -> Result<OutputSlice> {
+        let job = self.inner.job(id)?;
+        let s = lock(&job.state);
+        Ok(s.term.slice(offset, limit, s.status))
+    }
+
+    /// The last `lines` lines of the clean transcript.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`].
+    pub fn tail(&self, id: JobId, lines: usize) -> Result<OutputSlice> {
+        let job = self.inner.job(id)?;
+        let s = lock(&job.state);
+        Ok(s.term.tail(lines, s.status))
+    }
+
+    /// The job's visible screen now.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`].
+    pub fn screen(&self, id: JobId) -> Result<ScreenSnapshot> {
+        let job = self.inner.job(id)?;
+        Ok(lock(&job.state).term.screen())
+    }
+
+    /// Writes what the terminal takes now, without blocking; returns the bytes written.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`], [`Error::NotRunning`].
+    pub fn write(&self, id: JobId, data: &[u8]) -> Result<usize> {
+        let master = self.inner.job(id)?.master()?;
+        Ok(pty::write_some(&master, data)?)
+    }
+
+    /// Writes `data`, waiting while the terminal's input buffer is full, for at most
+    /// `deadline`; returns the bytes written (fewer than `data.len()` if the job does not read).
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`], [`Error::NotRunning`].
+    pub async fn write_all(&self, id: JobId, data: &[u8], deadline: Duration) -> Result<usize> {
+        let job = self.inner.job(id)?;
+        let master = job.master()?;
+        let until = Instant::now() + deadline;
+        let mut written = 0;
+        while written < data.len() {
+            match pty::write_some(&master, &data[written..]) {
+                Ok(0) => {
+                    if Instant::now() >= until || lock(&job.state).status.is_final() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Ok(n) => written += n,
+                Err(_) if written > 0 => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(written)
+    }
+
+    /// Sends `input` and returns the job's response: as soon as output has been quiet for a
+    /// short while after the response began (the echo of the input does not count), or the job
+    /// ended, and never later than `wait`.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`], [`Error::NotRunning`].
+    pub async fn interact(&self, id: JobId, input: &[u8], wait: Duration) -> Result<Interaction> {
+        let job = self.inner.job(id)?;
+        let master = job.master()?;
+        let start = Instant::now();
+        let deadline = start + wait;
+        let (mark, bytes_before) = {
+            let s = lock(&job.state);
+            let total = s.term.total_lines();
+            let mid_line = s.term.screen().cursor_col > 0;
+            (if mid_line { total.saturating_sub(1) } else { total }, job.events.borrow().bytes)
+        };
+        let echo = if pty::echoes(&master) {
+            input.len() + input.iter().filter(|&&b| b == b'\n').count()
+        } else {
+            0
+        };
+        let mut rx = job.events.subscribe();
+        let bytes_written = self.write_all(id, input, wait).await?;
+        let mut last_change = Instant::now();
+        loop {
+            let ev = *rx.borrow_and_update();
+            if ev.finished {
+                break;
+            }
+            let responded = ev.bytes.saturating_sub(bytes_before) > echo as u64;
+            let wake = if responded { (last_change + INTERACT_IDLE).min(deadline) } else { deadline };
+            if Instant::now() >= wake {
+                break;
+            }
+            match tokio::time::timeout_at(wake.into(), rx.changed()).await {
+                Ok(Ok(())) => last_change = Instant::now(),
+                Ok(Err(_)) => break,
+                Err(_) => {}
+            }
+        }
+        let s = lock(&job.state);
+        let slice = s.term.slice(Some(mark), None, s.status);
+        Ok(Interaction {
+            output: slice.output,
+            bytes_written,
+            status: s.status,
+            first_line: slice.first_line,
+            next_offset: slice.next_offset,
+        })
+    }
+
+    /// Resizes the job's terminal (the program gets SIGWINCH). Returns false, changing
+    /// nothing, when the job has already ended.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`], [`Error::InvalidArgument`] for a size outside 1..=1000.
+    pub fn resize(&self, id: JobId, cols: u16, rows: u16) -> Result<bool> {
+        let (cols, rows) = (check_size("cols", cols)?, check_size("rows", rows)?);
+        let job = self.inner.job(id)?;
+        let mut s = lock(&job.state);
+        let Some(master) = s.master.clone() else { return Ok(false) };
+        s.term.resize(cols, rows);
+        s.size = (cols, rows);
+        pty::set_size(&*master, cols, rows)?;
+        Ok(true)
+    }
+
+    /// Ends a job: `signal` to its process group (and session), SIGKILL after `grace` (default
+    /// the configured grace), and returns once no process of the job remains. Unknown ids
+    /// answer [`KillOutcome::NotFound`].
+    pub async fn kill(&self, id: JobId, signal: Signal, grace: Option<Duration>) -> KillOutcome {
+        let grace = grace.unwrap_or(self.inner.config.kill_grace);
+        self.inner.kill(id, signal, grace, "killed by request").await
+    }
+
+    /// Waits until the job is final, or until `timeout` passes; returns its info either way.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`].
+    pub async fn wait(&self, id: JobId, timeout: Option<Duration>) -> Result<JobInfo> {
+        let job = self.inner.job(id)?;
+        let mut rx = job.events.subscribe();
+        let done = rx.wait_for(|e| e.finished);
+        match timeout {
+            Some(t) => {
+                let _ = tokio::time::timeout(t, done).await;
+            }
+            None => {
+                let _ = done.await;
+            }
+        }
+        Ok(job.info())
+    }
+
+    /// A receiver of the job's change notifications.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`].
+    pub fn subscribe(&self, id: JobId) -> Result<watch::Receiver<JobEvent>> {
+        Ok(self.inner.job(id)?.events.subscribe())
+    }
+
+    /// Kills every running job (TERM, grace, KILL) concurrently and waits for them.
+    pub async fn shutdown(&self) {
+        let running: Vec<JobId> = {
+            let t = lock(&self.inner.table);
+            t.jobs.values().filter(|j| !lock(&j.state).status.is_final()).map(|j| j.id).collect()
+        };
+        let grace = self.inner.config.kill_grace;
+        let kills = running.into_iter().map(|id| {
+            let inner = self.inner.clone();
+            tokio::spawn(async move { inner.kill(id, Signal::TERM, grace, "shutdown").await })
+        });
+        for k in kills.collect::<Vec<_>>() {
+            let _ = k.await;
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! The vt100 wrapper: bytes in; the transcript (log view) and the screen view out.
+//!
+//! Rules of the transcript:
+//! - rows that scroll off the top of the main screen are final and appended as lines (rows the
+//!   terminal wrapped are joined again);
+//! - rows wiped by a full clear (`ESC[2J`, `ESC c`, or `ESC[J` with the cursor at home) are
+//!   appended before the clear takes effect, so a test watcher's previous run is not lost;
+//! - what is drawn on the alternate screen never enters the transcript;
+//! - the rows still on the main screen are appended at read time (they may still change).
+//!
+//! The result never depends on how the bytes were split across [`Terminal::feed`] calls: an
+//! escape sequence cut at the end of a chunk is held back until it is complete.
+
+use serde::Serialize;
+
+use crate::job::JobStatus;
+use crate::output::{OutputSlice, Transcript};
+
+/// Longest partial escape sequence held back between chunks; longer ones are fed through as is
+/// (they cannot be one of the sequences we watch for).
+const MAX_HELD: usize = 64;
+
+/// What a person looking at the terminal sees right now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScreenSnapshot {
+    /// Every visible row as text (trailing blanks trimmed), top to bottom.
+    pub rows: Vec<String>,
+    /// Cursor row, 0-based.
+    pub cursor_row: u16,
+    /// Cursor column, 0-based.
+    pub cursor_col: u16,
+    /// Terminal width.
+    pub cols: u16,
+    /// Terminal height.
+    pub height: u16,
+    /// Whether a full-screen program switched to the alternate screen.
+    pub alternate_screen: bool,
+    /// The window title the program set (OSC 0/2), if any.
+    pub title: Option<String>,
+}
+
+/// Receives vt100's events: rows scrolling off, the window title.
+struct Capture {
+    transcript: Transcript,
+    /// The current unfinished line made of wrapped rows that already scrolled off.
+    pending: String,
+    max_line_bytes: usize,
+    title: Option<String>,
+}
+
+impl Capture {
+    fn push_text(&mut self, text: &str, line_ends: bool) {
+        self.pending.push_str(text);
+        while self.pending.len() > self.max_line_bytes {
+            let mut cut = self.max_line_bytes;
+            while !self.pending.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let rest = self.pending.split_off(cut.max(1));
+            let head = std::mem::replace(&mut self.pending, rest);
+            self.transcript.push(head);
+        }
+        if line_ends {
+            let line = std::mem::take(&mut self.pending);
+            self.transcript.push(line);
+        }
+    }
+}
+
+impl vt100::Callbacks for Capture {
+    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
+        self.title = Some(String::from_utf8_lossy(title).into_owned());
+    }
+
+    fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
+        if alternate_screen {
+            return;
+        }
+        let mut formatted = String::new();
+        let mut state = vt100::capture::BasicFormattedCaptureState::new();
+        let _ = row.write_formatted_basic(&mut formatted, &mut state);
+        let wrapped = !ends_line(&row, &state);
+        let mut text = String::with_capacity(formatted.len());
+        for piece in vt100::capture::basic_formatted_to_plain(&formatted) {
+            text.push_str(piece);
+        }
+        self.push_text(&text, !wrapped);
+    }
+}
+
+/// Whether the row just written with `state` ended its line (was not wrapped): vt100 keeps that
+/// in the capture state as "a newline is pending", which a second write reveals by starting
+/// with `\n`. The probe writer stops that second write at its first character.
+fn ends_line(
+    row: &vt100::capture::RowContents<'_>,
+    state: &vt100::capture::BasicFormattedCaptureState,
+) -> bool {
+    struct FirstChar(Option<char>);
+    impl std::fmt::Write for FirstChar {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 = s.chars().next();
+            Err(std::fmt::Error)
+        }
+    }
+    let mut probe = FirstChar(None);
+    let _ = row.write_formatted_basic(&mut probe, &mut state.clone());
+    probe.0 == Some('\n')
+}
+
+/// A sequence the transcript must act on before the emulator sees it.
+#[derive(Debug, PartialEq, Eq)]
+enum Watched {
+    /// Erases the whole screen (`ESC[2J`, `ESC c`).
+    Clear,
+    /// `ESC[J` / `ESC[0J`: erases from the cursor down, a full clear when the cursor is at home.
+    ClearBelow,
+    /// Switches to the alternate screen (`?47h`, `?1047h`, `?1049h`).
+    EnterAlternate,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Scan {
+    /// The escape sequence at this position is cut off by the end of the buffer.
+    Incomplete,
+    /// A sequence of this many bytes that we act on.
+    Watched(Watched, usize),
+    /// Anything else: let the emulator have it.
+    Other,
+}
+
+/// Classifies the escape sequence starting at `buf[0] == ESC`.
+fn scan_escape(buf: &[u8]) -> Scan {
+    match buf.get(1) {
+        None => Scan::Incomplete,
+        Some(b'c') => Scan::Watched(Watched::Clear, 2),
+        Some(b'[') => {
+            let mut i = 2;
+            while let Some(&b) = buf.get(i) {
+                match b {
+                    0x30..=0x3f | 0x20..=0x2f => i += 1,
+                    0x40..=0x7e => return classify_csi(&buf[2..i], b, i + 1),
+                    _ => return Scan::Other,
+                }
+            }
+            Scan::Incomplete
+        }
+        Some(_) => Scan::Other,
+    }
+}
+
+fn classify_csi(params: &[u8], final_byte: u8, len: usize) -> Scan {
+    match (final_byte, params) {
+        (b'J', b"2") => Scan::Watched(Watched::Clear, len),
+        (b'J', b"" | b"0") => Scan::Watched(Watched::ClearBelow, len),
+        (b'h', [b'?', modes @ ..]) => {
+            let alt = modes.split(|&b| b == b';').any(|m| matches!(m, b"47" | b"1047" | b"1049"));
+            if alt { Scan::Watched(Watched::EnterAlternate, len) } else { Scan::Other }
+        }
+        _ => Scan::Other,
+    }
+}
+
+fn nonzero(v: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(v).unwrap_or(std::num::NonZeroU16::MIN)
+}
+
+/// One job's terminal model: the emulator, the transcript, and what is held between chunks.
+pub struct Terminal {
+    parser: vt100::Parser<Capture>,
+    /// Bytes of an escape sequence cut off at the end of the last chunk.
+    held: Vec<u8>,
+    /// The main screen's lines, saved when a program switched to the alternate screen (vt100
+    /// shows only the active screen).
+    saved_main: Vec<String>,
+}
+
+impl std::fmt::Debug for Terminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terminal").field("size", &self.parser.screen().size()).finish()
+    }
+}
+
+impl Terminal {
+    /// A blank terminal of `cols` × `rows` whose transcript holds at most `transcript_bytes`
+    /// and splits lines longer than `max_line_bytes`.
+    pub fn new(cols: u16, rows: u16, transcript_bytes: usize, max_line_bytes: usize) -> Self {
+        let capture = Capture {
+            transcript: Transcript::new(transcript_bytes),
+            pending: String::new(),
+            max_line_bytes: max_line_bytes.max(1),
+            title: None,
+        };
+        Self {
+            parser: vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture),
+            held: Vec::new(),
+            saved_main: Vec::new(),
+        }
+    }
+
+    /// Feeds bytes from the PTY.
+    pub fn feed(&mut self, input: &[u8]) {
+        let joined;
+        let buf: &[u8] = if self.held.is_empty() {
+            input
+        } else {
+            let mut held = std::mem::take(&mut self.held);
+            held.extend_from_slice(input);
+            joined = held;
+            &joined
+        };
+        let mut start = 0;
+        let mut i = 0;
+        while let Some(p) = buf[i..].iter().position(|&b| b == 0x1b) {
+            let esc = i + p;
+            match scan_escape(&buf[esc..]) {
+                Scan::Incomplete if buf.len() - esc <= MAX_HELD => {
+                    self.parser.process(&buf[start..esc]);
+                    self.held = buf[esc..].to_vec();
+                    return;
+                }
+                Scan::Watched(what, len) => {
+                    self.parser.process(&buf[start..esc]);
+                    self.before(what);
+                    self.parser.process(&buf[esc..esc + len]);
+                    start = esc + len;
+                    i = start;
+                }
+                Scan::Incomplete | Scan::Other => i = esc + 1,
+            }
+        }
+        self.parser.process(&buf[start..]);
+    }
+
+    /// Feeds whatever was held back; call once the PTY reached EOF.
+    pub fn finish(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        self.parser.process(&held);
+    }
+
+    /// Acts on a watched sequence before the emulator applies it.
+    fn before(&mut self, what: Watched) {
+        let screen = self.parser.screen();
+        if screen.alternate_screen() {
+            return;
+        }
+        match what {
+            Watched::Clear => self.commit_screen(),
+            Watched::ClearBelow if screen.cursor_position() == (0, 0) => self.commit_screen(),
+            Watched::ClearBelow => {}
+            Watched::EnterAlternate => self.saved_main = self.screen_lines(),
+        }
+    }
+
+    /// Moves the main screen's lines into the transcript (they are about to be wiped).
+    fn commit_screen(&mut self) {
+        let text = self.parser.screen().contents();
+        if text.is_empty() && self.parser.callbacks().pending.is_empty() {
+            return;
+        }
+        let capture = self.parser.callbacks_mut();
+        for line in text.split('\n') {
+            capture.push_text(line, true);
+        }
+    }
+
+    /// The main screen's lines as they would enter the transcript now (the unfinished scrolled
+    /// line first), without trailing blank lines.
+    fn screen_lines(&self) -> Vec<String> {
+        let screen = self.parser.screen();
+        if screen.alternate_screen() {
+            return self.saved_main.clone();
+        }
+        let text = screen.contents();
+        let pending = &self.parser.callbacks().pending;
+        if text.is_empty() && pending.is_empty() {
+            return Vec::new();
+        }
+        let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+        if !pending.is_empty() {
+            lines[0].insert_str(0, pending);
+        }
+        lines
+    }
+
+    /// Resizes the emulator (rows pushed off the top enter the transcript).
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.parser.set_size(nonzero(rows), nonzero(cols));
+    }
+
+    /// Lines printed so far, the unfinished ones on screen included.
+    pub fn total_lines(&self) -> u64 {
+        self.parser.callbacks().transcript.end_line() + self.screen_lines().len() as u64
+    }
+
+    /// Reads lines `offset..offset+limit` (absolute numbers; `offset` defaults to the first
+    /// held line, `limit` to everything).
+    pub fn slice(&self, offset: Option<u64>, limit: Option<usize>, status: JobStatus) -> OutputSlice {
+        let transcript = &self.parser.callbacks().transcript;
+        let live = self.screen_lines();
+        let end = transcript.end_line() + live.len() as u64;
+        let dropped = transcript.first_line();
+        let requested = offset.unwrap_or(dropped).min(end);
+        let from = requested.max(dropped);
+        let available = usize::try_from(end - from).unwrap_or(usize::MAX);
+        let count = limit.map_or(available, |l| l.min(available));
+        let lines = transcript
+            .iter_from(from)
+            .chain(live.iter().map(String::as_str))
+            .take(count);
+        let mut output = String::new();
+        for (i, line) in lines.enumerate() {
+            if i > 0 {
+                output.push('\n');
+            }
+            output.push_str(line);
+        }
+        OutputSlice {
+            output,
+            first_line: from,
+            line_count: count as u64,
+            next_offset: from + count as u64,
+            total_lines: end,
+            dropped_lines: dropped,
+            truncated: from > requested || count < available,
+            status,
+        }
+    }
+
+    /// The last `n` lines (the unfinished ones on screen included).
+    pub fn tail(&self, n: usize, status: JobStatus) -> OutputSlice {
+        let end = self.total_lines();
+        let from = end.saturating_sub(n as u64);
+        let mut slice = self.slice(Some(from), None, status);
+        slice.truncated = false;
+        slice
+    }
+
+    /// The visible screen right now.
+    pub fn screen(&self) -> ScreenSnapshot {
+        let screen = self.parser.screen();
+        let (height, cols) = screen.size();
+        let (cursor_row, cursor_col) = screen.cursor_position();
+        ScreenSnapshot {
+            rows: screen.rows(0, cols.get()).collect(),
+            cursor_row,
+            cursor_col,
+            cols: cols.get(),
+            height: height.get(),
+            alternate_screen: screen.alternate_screen(),
+            title: self.parser.callbacks().title.clone(),
+        }
+    }
+
+    /// Whether the program asked for application cursor keys (`ESC[?1h`).
+    pub fn application_cursor(&self) -> bool {
+        self.parser.screen().application_cursor()
+    }
+
+    /// Whether the program enabled bracketed paste (`ESC[?2004h`).
+    pub fn bracketed_paste(&self) -> bool {
+        self.parser.screen().bracketed_paste()
+    }
+
+    /// The whole text as one string (every held line), for tests and debugging.
+    pub fn text(&self) -> String {
+        self.slice(None, None, JobStatus::Running).output
+    }
+}
+
+#[cfg(test)]
+mod tests;
