@@ -45,7 +45,9 @@ impl FromStr for JobId {
         if t.len() != 36 {
             return Err(Error::InvalidJobId(s.to_owned()));
         }
-        uuid::Uuid::try_parse(t).map(Self).map_err(|_| Error::InvalidJobId(s.to_owned()))
+        uuid::Uuid::try_parse(t)
+            .map(Self)
+            .map_err(|_| Error::InvalidJobId(s.to_owned()))
     }
 }
 
@@ -71,7 +73,10 @@ pub struct JobSpec {
 impl JobSpec {
     /// A spec for `command` with every option at its default.
     pub fn new(command: impl Into<String>) -> Self {
-        Self { command: command.into(), ..Self::default() }
+        Self {
+            command: command.into(),
+            ..Self::default()
+        }
     }
 }
 

@@ -62,7 +62,9 @@ pub struct JobManager {
 
 impl std::fmt::Debug for JobManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JobManager").field("config", &self.inner.config).finish()
+        f.debug_struct("JobManager")
+            .field("config", &self.inner.config)
+            .finish()
     }
 }
 
@@ -144,13 +146,19 @@ impl Job {
 
     fn master(&self) -> Result<Arc<OwnedFd>> {
         let s = lock(&self.state);
-        s.master.clone().ok_or(Error::NotRunning { id: self.id, status: s.status })
+        s.master.clone().ok_or(Error::NotRunning {
+            id: self.id,
+            status: s.status,
+        })
     }
 
     /// Waits until the job is final or `timeout` passes; true if final.
     async fn wait_final(&self, timeout: Duration) -> bool {
         let mut rx = self.events.subscribe();
-        matches!(tokio::time::timeout(timeout, rx.wait_for(|e| e.finished)).await, Ok(Ok(_)))
+        matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|e| e.finished)).await,
+            Ok(Ok(_))
+        )
     }
 }
 
@@ -163,7 +171,9 @@ struct JobSink {
 impl pty::Sink for JobSink {
     fn data(&self, bytes: &[u8]) {
         lock(&self.job.state).term.feed(bytes);
-        self.job.events.send_modify(|e| e.bytes += bytes.len() as u64);
+        self.job
+            .events
+            .send_modify(|e| e.bytes += bytes.len() as u64);
     }
 
     fn exited(&self, exit: ExitInfo) {
@@ -187,15 +197,20 @@ fn finish(job: &Job, exit: ExitInfo) {
         (Some(reason), _) => (JobStatus::Killed, Some(reason)),
         (None, ExitInfo::Code(0)) => (JobStatus::Completed, None),
         (None, ExitInfo::Code(c)) => (JobStatus::Failed, Some(format!("exited with code {c}"))),
-        (None, ExitInfo::Signal(n)) => {
-            (JobStatus::Failed, Some(format!("killed by {}", signal::signal_name(n))))
-        }
+        (None, ExitInfo::Signal(n)) => (
+            JobStatus::Failed,
+            Some(format!("killed by {}", signal::signal_name(n))),
+        ),
     };
 }
 
 impl Inner {
     fn job(&self, id: JobId) -> Result<Arc<Job>> {
-        lock(&self.table).jobs.get(&id).cloned().ok_or(Error::JobNotFound(id))
+        lock(&self.table)
+            .jobs
+            .get(&id)
+            .cloned()
+            .ok_or(Error::JobNotFound(id))
     }
 
     /// Moves a final job from the running count to the finished list, evicting the oldest
@@ -215,7 +230,9 @@ impl Inner {
     /// Ends a running job: `sig`, then SIGKILL after `grace`, then waits until no process of
     /// it remains (bounded). Never holds a lock while waiting.
     async fn kill(&self, id: JobId, sig: Signal, grace: Duration, reason: &str) -> KillOutcome {
-        let Ok(job) = self.job(id) else { return KillOutcome::NotFound };
+        let Ok(job) = self.job(id) else {
+            return KillOutcome::NotFound;
+        };
         {
             let mut s = lock(&job.state);
             if s.status.is_final() {
@@ -254,7 +271,9 @@ fn check_size(what: &str, v: u16) -> Result<u16> {
     if (1..=1000).contains(&v) {
         Ok(v)
     } else {
-        Err(Error::InvalidArgument(format!("{what} must be between 1 and 1000, got {v}")))
+        Err(Error::InvalidArgument(format!(
+            "{what} must be between 1 and 1000, got {v}"
+        )))
     }
 }
 
@@ -301,14 +320,18 @@ impl JobManager {
         let inner = &self.inner;
         let cfg = &inner.config;
         if spec.command.trim().is_empty() {
-            return Err(Error::InvalidArgument("command is empty: give a shell command".into()));
+            return Err(Error::InvalidArgument(
+                "command is empty: give a shell command".into(),
+            ));
         }
         if spec.command.contains('\0') {
             return Err(Error::InvalidArgument("command contains a NUL byte".into()));
         }
         for (k, v) in &spec.env {
             if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
-                return Err(Error::InvalidArgument(format!("invalid environment variable {k:?}")));
+                return Err(Error::InvalidArgument(format!(
+                    "invalid environment variable {k:?}"
+                )));
             }
         }
         let cols = check_size("cols", spec.cols.unwrap_or(cfg.cols))?;
@@ -380,7 +403,10 @@ impl JobManager {
             t.jobs.insert(job.id, job.clone());
             t.order.push(job.id);
         }
-        let sink = JobSink { job: job.clone(), manager: Arc::downgrade(inner) };
+        let sink = JobSink {
+            job: job.clone(),
+            manager: Arc::downgrade(inner),
+        };
         if let Err(e) = pty::start_reader(job.pid, reader_fd, cfg.drain_timeout, sink) {
             signal::kill_job_processes(job.pid, libc::SIGKILL);
             return Err(e);
@@ -411,7 +437,11 @@ impl JobManager {
     pub fn list(&self) -> Vec<JobInfo> {
         let jobs: Vec<Arc<Job>> = {
             let t = lock(&self.inner.table);
-            t.order.iter().rev().filter_map(|id| t.jobs.get(id).cloned()).collect()
+            t.order
+                .iter()
+                .rev()
+                .filter_map(|id| t.jobs.get(id).cloned())
+                .collect()
         };
         jobs.iter().map(|j| j.info()).collect()
     }
@@ -421,7 +451,12 @@ impl JobManager {
     ///
     /// # Errors
     /// [`Error::JobNotFound`].
-    pub fn output(&self, id: JobId, offset: Option<u64>, limit: Option<usize>) -> Result<OutputSlice> {
+    pub fn output(
+        &self,
+        id: JobId,
+        offset: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<OutputSlice> {
         let job = self.inner.job(id)?;
         let s = lock(&job.state);
         Ok(s.term.slice(offset, limit, s.status))
@@ -496,7 +531,14 @@ impl JobManager {
             let s = lock(&job.state);
             let total = s.term.total_lines();
             let mid_line = s.term.screen().cursor_col > 0;
-            (if mid_line { total.saturating_sub(1) } else { total }, job.events.borrow().bytes)
+            (
+                if mid_line {
+                    total.saturating_sub(1)
+                } else {
+                    total
+                },
+                job.events.borrow().bytes,
+            )
         };
         let echo = if pty::echoes(&master) {
             input.len() + input.iter().filter(|&&b| b == b'\n').count()
@@ -512,7 +554,11 @@ impl JobManager {
                 break;
             }
             let responded = ev.bytes.saturating_sub(bytes_before) > echo as u64;
-            let wake = if responded { (last_change + INTERACT_IDLE).min(deadline) } else { deadline };
+            let wake = if responded {
+                (last_change + INTERACT_IDLE).min(deadline)
+            } else {
+                deadline
+            };
             if Instant::now() >= wake {
                 break;
             }
@@ -542,7 +588,9 @@ impl JobManager {
         let (cols, rows) = (check_size("cols", cols)?, check_size("rows", rows)?);
         let job = self.inner.job(id)?;
         let mut s = lock(&job.state);
-        let Some(master) = s.master.clone() else { return Ok(false) };
+        let Some(master) = s.master.clone() else {
+            return Ok(false);
+        };
         s.term.resize(cols, rows);
         s.size = (cols, rows);
         pty::set_size(&*master, cols, rows)?;
@@ -554,7 +602,9 @@ impl JobManager {
     /// answer [`KillOutcome::NotFound`].
     pub async fn kill(&self, id: JobId, signal: Signal, grace: Option<Duration>) -> KillOutcome {
         let grace = grace.unwrap_or(self.inner.config.kill_grace);
-        self.inner.kill(id, signal, grace, "killed by request").await
+        self.inner
+            .kill(id, signal, grace, "killed by request")
+            .await
     }
 
     /// Waits until the job is final, or until `timeout` passes; returns its info either way.
@@ -588,7 +638,11 @@ impl JobManager {
     pub async fn shutdown(&self) {
         let running: Vec<JobId> = {
             let t = lock(&self.inner.table);
-            t.jobs.values().filter(|j| !lock(&j.state).status.is_final()).map(|j| j.id).collect()
+            t.jobs
+                .values()
+                .filter(|j| !lock(&j.state).status.is_final())
+                .map(|j| j.id)
+                .collect()
         };
         let grace = self.inner.config.kill_grace;
         let kills = running.into_iter().map(|id| {

@@ -47,7 +47,12 @@ impl Transcript {
     /// An empty transcript holding at most `cap_bytes` bytes of text (at least one line is
     /// always held, whatever its size).
     pub fn new(cap_bytes: usize) -> Self {
-        Self { lines: VecDeque::new(), first: 0, bytes: 0, cap_bytes }
+        Self {
+            lines: VecDeque::new(),
+            first: 0,
+            bytes: 0,
+            cap_bytes,
+        }
     }
 
     /// Appends one final line and evicts from the front while over the cap.

@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, fcntl, FcntlArg};
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -92,7 +92,9 @@ impl Spawner {
         self.tx
             .send((spec, reply_tx))
             .map_err(|_| Error::Spawn("the spawner thread is gone".into()))?;
-        reply_rx.recv().map_err(|_| Error::Spawn("the spawner thread is gone".into()))?
+        reply_rx
+            .recv()
+            .map_err(|_| Error::Spawn("the spawner thread is gone".into()))?
     }
 }
 
@@ -147,7 +149,12 @@ impl NoCtty for std::fs::OpenOptions {
 
 /// Sets the terminal size; the kernel sends SIGWINCH to the foreground process group.
 pub(crate) fn set_size(master: &impl AsRawFd, cols: u16, rows: u16) -> Result<()> {
-    let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
     // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which outlives the call.
     let r = unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
     if r != 0 {
@@ -210,14 +217,22 @@ fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|e| Error::Spawn(format!("{}: {e}", spec.shell.display())))?;
+    let child = cmd
+        .spawn()
+        .map_err(|e| Error::Spawn(format!("{}: {e}", spec.shell.display())))?;
     // The parent's slave copies were dropped with `cmd`'s stdio when `spawn` returned: from now
     // on only the job holds the slave open, so EOF on the master means the job let go of it.
     drop(cmd);
     let flags = fcntl(&master, FcntlArg::F_GETFL).map_err(errno_io)?;
-    fcntl(&master, FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK))
-        .map_err(errno_io)?;
-    Ok(Spawned { pid: child.id(), master })
+    fcntl(
+        &master,
+        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK),
+    )
+    .map_err(errno_io)?;
+    Ok(Spawned {
+        pid: child.id(),
+        master,
+    })
 }
 
 /// Starts the reader thread of a job: reads the master until EOF, reaps the child, and after

@@ -89,7 +89,11 @@ impl FromStr for Signal {
         }
         let upper = t.to_ascii_uppercase();
         let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
-        NAMES.iter().find(|&&(name, _)| name == bare).map(|&(_, n)| Self(n)).ok_or_else(bad)
+        NAMES
+            .iter()
+            .find(|&&(name, _)| name == bare)
+            .map(|&(_, n)| Self(n))
+            .ok_or_else(bad)
     }
 }
 
@@ -120,7 +124,9 @@ impl KillOutcome {
 /// process still in its session (a job that made its own process groups). Errors are ignored:
 /// a process that is already gone is what we want.
 pub(crate) fn kill_job_processes(pid: u32, sig: i32) {
-    let Ok(pgid) = libc::pid_t::try_from(pid) else { return };
+    let Ok(pgid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
     // SAFETY: kill with a negative pid signals a process group; no memory is involved.
     unsafe { libc::kill(-pgid, sig) };
     for member in session_members(pid) {
@@ -144,12 +150,18 @@ pub(crate) fn job_processes(pid: u32) -> Vec<u32> {
 
 #[cfg(target_os = "linux")]
 fn session_members(sid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for entry in dir.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
         if let Some((state, session)) = parse_stat(&stat) {
             if session == sid && state != 'Z' && state != 'X' {
                 out.push(pid);
@@ -202,7 +214,10 @@ mod tests {
     #[test]
     fn rejects_unknown_signals() {
         for s in ["", "FOO", "SIG", "999", "-1"] {
-            assert!(matches!(s.parse::<Signal>(), Err(Error::InvalidArgument(_))), "{s}");
+            assert!(
+                matches!(s.parse::<Signal>(), Err(Error::InvalidArgument(_))),
+                "{s}"
+            );
         }
     }
 }

@@ -84,7 +84,7 @@ impl vt100::Callbacks for Capture {
         for piece in vt100::capture::basic_formatted_to_plain(&formatted) {
             text.push_str(piece);
         }
-        self.push_text(&text, !wrapped);
+        self.push_text(&restore_replacement(text), !wrapped);
     }
 }
 
@@ -153,11 +153,74 @@ fn classify_csi(params: &[u8], final_byte: u8, len: usize) -> Scan {
         (b'J', b"2") => Scan::Watched(Watched::Clear, len),
         (b'J', b"" | b"0") => Scan::Watched(Watched::ClearBelow, len),
         (b'h', [b'?', modes @ ..]) => {
-            let alt = modes.split(|&b| b == b';').any(|m| matches!(m, b"47" | b"1047" | b"1049"));
-            if alt { Scan::Watched(Watched::EnterAlternate, len) } else { Scan::Other }
+            let alt = modes
+                .split(|&b| b == b';')
+                .any(|m| matches!(m, b"47" | b"1047" | b"1049"));
+            if alt {
+                Scan::Watched(Watched::EnterAlternate, len)
+            } else {
+                Scan::Other
+            }
         }
         _ => Scan::Other,
     }
+}
+
+/// What invalid input becomes inside the emulator. vt100 refuses to draw U+FFFD itself, so
+/// invalid bytes are drawn as this private-use character and turned back into U+FFFD whenever
+/// text leaves the emulator (a program printing U+10FFFD itself would read as U+FFFD too).
+const STAND_IN: char = '\u{10fffd}';
+const REPLACEMENT: &[u8] = "\u{10fffd}".as_bytes();
+
+/// Turns the emulator's stand-in back into U+FFFD.
+fn restore_replacement(text: String) -> String {
+    if text.contains(STAND_IN) {
+        text.replace(STAND_IN, "\u{fffd}")
+    } else {
+        text
+    }
+}
+
+/// Returns `tail + input` as valid UTF-8: every invalid sequence becomes [`STAND_IN`] (vte would
+/// drop it silently), and a character cut off at the end is kept in `tail` for the next chunk (vte
+/// mishandles characters split across calls).
+fn sanitize_utf8<'a>(tail: &mut Vec<u8>, input: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+    let joined;
+    let mut rest: &[u8] = if tail.is_empty() {
+        if std::str::from_utf8(input).is_ok() {
+            return std::borrow::Cow::Borrowed(input);
+        }
+        input
+    } else {
+        let mut t = std::mem::take(tail);
+        t.extend_from_slice(input);
+        joined = t;
+        &joined
+    };
+    let mut out = Vec::with_capacity(rest.len() + 8);
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(_) => {
+                out.extend_from_slice(rest);
+                break;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                out.extend_from_slice(good);
+                match e.error_len() {
+                    Some(n) => {
+                        out.extend_from_slice(REPLACEMENT);
+                        rest = &bad[n..];
+                    }
+                    None => {
+                        tail.extend_from_slice(bad);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn nonzero(v: u16) -> std::num::NonZeroU16 {
@@ -167,8 +230,10 @@ fn nonzero(v: u16) -> std::num::NonZeroU16 {
 /// One job's terminal model: the emulator, the transcript, and what is held between chunks.
 pub struct Terminal {
     parser: vt100::Parser<Capture>,
-    /// Bytes of an escape sequence cut off at the end of the last chunk.
+    /// Bytes of an escape sequence cut off at the end of the last chunk (already valid UTF-8).
     held: Vec<u8>,
+    /// Raw bytes of a UTF-8 character cut off at the end of the last chunk.
+    utf8_tail: Vec<u8>,
     /// The main screen's lines, saved when a program switched to the alternate screen (vt100
     /// shows only the active screen).
     saved_main: Vec<String>,
@@ -176,7 +241,9 @@ pub struct Terminal {
 
 impl std::fmt::Debug for Terminal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Terminal").field("size", &self.parser.screen().size()).finish()
+        f.debug_struct("Terminal")
+            .field("size", &self.parser.screen().size())
+            .finish()
     }
 }
 
@@ -193,12 +260,19 @@ impl Terminal {
         Self {
             parser: vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture),
             held: Vec::new(),
+            utf8_tail: Vec::new(),
             saved_main: Vec::new(),
         }
     }
 
     /// Feeds bytes from the PTY.
     pub fn feed(&mut self, input: &[u8]) {
+        let clean = sanitize_utf8(&mut self.utf8_tail, input);
+        self.feed_clean(&clean);
+    }
+
+    /// Feeds valid UTF-8, holding back an escape sequence cut off at the end.
+    fn feed_clean(&mut self, input: &[u8]) {
         let joined;
         let buf: &[u8] = if self.held.is_empty() {
             input
@@ -233,7 +307,11 @@ impl Terminal {
 
     /// Feeds whatever was held back; call once the PTY reached EOF.
     pub fn finish(&mut self) {
-        let held = std::mem::take(&mut self.held);
+        let mut held = std::mem::take(&mut self.held);
+        if !self.utf8_tail.is_empty() {
+            self.utf8_tail.clear();
+            held.extend_from_slice(REPLACEMENT);
+        }
         self.parser.process(&held);
     }
 
@@ -253,7 +331,7 @@ impl Terminal {
 
     /// Moves the main screen's lines into the transcript (they are about to be wiped).
     fn commit_screen(&mut self) {
-        let text = self.parser.screen().contents();
+        let text = restore_replacement(self.parser.screen().contents());
         if text.is_empty() && self.parser.callbacks().pending.is_empty() {
             return;
         }
@@ -270,7 +348,7 @@ impl Terminal {
         if screen.alternate_screen() {
             return self.saved_main.clone();
         }
-        let text = screen.contents();
+        let text = restore_replacement(screen.contents());
         let pending = &self.parser.callbacks().pending;
         if text.is_empty() && pending.is_empty() {
             return Vec::new();
@@ -294,7 +372,12 @@ impl Terminal {
 
     /// Reads lines `offset..offset+limit` (absolute numbers; `offset` defaults to the first
     /// held line, `limit` to everything).
-    pub fn slice(&self, offset: Option<u64>, limit: Option<usize>, status: JobStatus) -> OutputSlice {
+    pub fn slice(
+        &self,
+        offset: Option<u64>,
+        limit: Option<usize>,
+        status: JobStatus,
+    ) -> OutputSlice {
         let transcript = &self.parser.callbacks().transcript;
         let live = self.screen_lines();
         let end = transcript.end_line() + live.len() as u64;
@@ -303,9 +386,10 @@ impl Terminal {
         let from = requested.max(dropped);
         let available = usize::try_from(end - from).unwrap_or(usize::MAX);
         let count = limit.map_or(available, |l| l.min(available));
+        let live_skip = usize::try_from(from.saturating_sub(transcript.end_line())).unwrap_or(0);
         let lines = transcript
             .iter_from(from)
-            .chain(live.iter().map(String::as_str))
+            .chain(live.iter().skip(live_skip).map(String::as_str))
             .take(count);
         let mut output = String::new();
         for (i, line) in lines.enumerate() {
@@ -341,7 +425,10 @@ impl Terminal {
         let (height, cols) = screen.size();
         let (cursor_row, cursor_col) = screen.cursor_position();
         ScreenSnapshot {
-            rows: screen.rows(0, cols.get()).collect(),
+            rows: screen
+                .rows(0, cols.get())
+                .map(restore_replacement)
+                .collect(),
             cursor_row,
             cursor_col,
             cols: cols.get(),

@@ -1,10 +1,14 @@
-use std::time::Duration;
 use ptyjobs_engine::*;
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke() {
     let m = JobManager::new(EngineConfig::default()).unwrap();
-    let j = m.execute(JobSpec::new("printf '\\033[31mred\\033[0m\\n'; test -t 0 && test -t 1 && echo tty; exit 3")).unwrap();
+    let j = m
+        .execute(JobSpec::new(
+            "printf '\\033[31mred\\033[0m\\n'; test -t 0 && test -t 1 && echo tty; exit 3",
+        ))
+        .unwrap();
     let info = m.wait(j.id, Some(Duration::from_secs(10))).await.unwrap();
     assert_eq!(info.exit_code, Some(3), "{info:?}");
     assert_eq!(info.status, JobStatus::Failed);
