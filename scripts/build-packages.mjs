@@ -1,0 +1,220 @@
+#!/usr/bin/env node
+// Build the npm platform packages this machine can build, and fill the main package.
+//
+//   node scripts/build-packages.mjs --host-only         the host's platform package (what tests use)
+//   node scripts/build-packages.mjs                     every package this machine can build
+//   node scripts/build-packages.mjs --targets linux-x64-gnu,linux-x64-musl
+//   node scripts/build-packages.mjs --main-only         only copy the binding loader into npm/ptyjobs
+//
+// Per package npm/<triple>/: the server binary (`cargo build --release --bin ptyjobs`, static
+// musl on Linux, mode 0755) and the addon crates/node/ptyjobs.<triple>.node (`napi build
+// --platform --release`). Targets the host cannot build natively go through cargo-zigbuild
+// (zig from the PyPI package ziglang) when it is installed, and are skipped with a reason when
+// not. --host-only reuses the host addon when the root `npm run build` has just built it.
+// Respects CARGO_TARGET_DIR (the target dir comes from `cargo metadata`).
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ROOT, NPM_DIR, platform, stamp, workspaceVersion, publishedTriples } from './version.mjs'
+
+const NODE_CRATE = join(ROOT, 'crates', 'node')
+
+function log (msg) { process.stderr.write(`build-packages: ${msg}\n`) }
+
+function run (cmd, args, opts = {}) {
+  log(`$ ${[cmd, ...args].join(' ')}${opts.cwd ? `   (in ${opts.cwd.slice(ROOT.length + 1) || '.'})` : ''}`)
+  const r = spawnSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], ...opts })
+  if (r.error) throw new Error(`${cmd}: ${r.error.message}`)
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status ?? r.signal}`)
+}
+
+function capture (cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', ...opts })
+  return r.status === 0 ? r.stdout : null
+}
+
+function has (cmd, args = ['--version']) {
+  return spawnSync(cmd, args, { stdio: 'ignore' }).status === 0
+}
+
+const host = (() => {
+  const libc = process.platform === 'linux' ? platform.detectLibc() : null
+  const triple = platform.candidateTriples({ platform: process.platform, arch: process.arch, libc })[0]
+  if (!triple) throw new Error(`no ptyjobs platform package for ${process.platform}-${process.arch}`)
+  return { triple, ...platform.TARGETS[triple] }
+})()
+
+let targetDirCache
+function targetDir () {
+  if (!targetDirCache) {
+    if (process.env.CARGO_TARGET_DIR) targetDirCache = process.env.CARGO_TARGET_DIR
+    else {
+      const meta = capture('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: ROOT, maxBuffer: 64 << 20 })
+      targetDirCache = meta ? JSON.parse(meta).target_directory : join(ROOT, 'target')
+    }
+  }
+  return targetDirCache
+}
+
+function rustTargetInstalled (target) {
+  const list = capture('rustup', ['target', 'list', '--installed'])
+  if (list === null) return true // no rustup: let cargo say what is missing
+  if (list.split('\n').includes(target)) return true
+  run('rustup', ['target', 'add', target])
+  return true
+}
+
+/** Can this host build Rust `target` with plain cargo (no zig)? */
+function nativeFor (target) {
+  if (process.platform === 'darwin') return target.endsWith('-apple-darwin')
+  if (process.platform === 'linux') {
+    const arch = process.arch === 'x64' ? 'x86_64' : process.arch === 'arm64' ? 'aarch64' : process.arch
+    return target === `${arch}-unknown-linux-musl` || target === `${arch}-unknown-linux-gnu`
+  }
+  if (process.platform === 'win32') return target.endsWith('-pc-windows-msvc')
+  return false
+}
+
+const zigbuild = () => has('cargo', ['zigbuild', '--help'])
+
+/** Why this host cannot build `triple`, or null when it can. */
+function cannotBuild (triple) {
+  const t = platform.TARGETS[triple]
+  if (!t.supported) return 'not supported: the engine is Unix-only (no ConPTY code yet)'
+  if (t.server.endsWith('-msvc') && process.platform !== 'win32') return 'MSVC targets build only on Windows'
+  const cross = [t.server, t.addon].filter((x) => !nativeFor(x))
+  if (cross.length && !zigbuild()) return `needs cargo-zigbuild + zig for ${cross.join(', ')} (cargo install cargo-zigbuild; pip install ziglang)`
+  return null
+}
+
+const builtServers = new Map()
+function buildServer (target) {
+  if (builtServers.has(target)) return builtServers.get(target)
+  rustTargetInstalled(target)
+  const args = ['--release', '--bin', 'ptyjobs', '--target', target]
+  if (nativeFor(target)) run('cargo', ['build', ...args], { cwd: ROOT })
+  else run('cargo', ['zigbuild', ...args], { cwd: ROOT })
+  const exe = join(targetDir(), target, 'release', target.includes('windows') ? 'ptyjobs.exe' : 'ptyjobs')
+  if (!existsSync(exe)) throw new Error(`cargo finished but ${exe} is missing`)
+  builtServers.set(target, exe)
+  return exe
+}
+
+function napiArgs () {
+  // The binding's own @napi-rs/cli from the root devDependencies (npm ci installs it).
+  const local = join(ROOT, 'node_modules', '.bin', process.platform === 'win32' ? 'napi.cmd' : 'napi')
+  return existsSync(local) ? [local, []] : ['npx', ['--no-install', 'napi']]
+}
+
+function buildAddon (triple, { reuse }) {
+  const t = platform.TARGETS[triple]
+  const file = join(NODE_CRATE, `ptyjobs.${triple}.node`)
+  if (!existsSync(join(NODE_CRATE, 'Cargo.toml'))) {
+    log(`WARNING: crates/node does not exist yet: ${triple} gets no addon`)
+    return null
+  }
+  if (reuse && existsSync(file)) {
+    log(`reusing ${file.slice(ROOT.length + 1)} (built by the root build)`)
+    return file
+  }
+  rustTargetInstalled(t.addon)
+  const [cmd, pre] = napiArgs()
+  const args = [...pre, 'build', '--platform', '--release']
+  // The host's own target is built without --target, into the same target/release the root build uses.
+  if (triple !== host.triple) args.push('--target', t.addon)
+  if (!nativeFor(t.addon) || (t.addon.endsWith('-musl') && process.platform === 'linux')) args.push('--cross-compile')
+  run(cmd, args, { cwd: NODE_CRATE })
+  if (!existsSync(file)) throw new Error(`napi build finished but ${file} is missing`)
+  return file
+}
+
+function qemuFor (triple) {
+  const t = platform.TARGETS[triple]
+  if (t.os !== process.platform) return undefined
+  if (t.cpu === process.arch) return []
+  if (process.platform === 'linux' && t.cpu === 'arm64') {
+    for (const q of ['qemu-aarch64-static', 'qemu-aarch64']) if (has(q, ['--version'])) return [q]
+  }
+  return undefined
+}
+
+/** esbuild's check: the binary we ship says the version we publish. */
+function checkServerVersion (triple, exe, version) {
+  const runner = qemuFor(triple)
+  if (!runner) { log(`(cannot run ${triple} binaries here: --version not checked)`); return }
+  const [cmd, ...pre] = [...runner, exe]
+  const out = capture(cmd, [...pre, '--version'])
+  const want = `ptyjobs ${version}`
+  if (out === null || out.trim() !== want) {
+    throw new Error(`${exe} --version printed ${JSON.stringify(out && out.trim())}, expected "${want}"`)
+  }
+  log(`${triple}: ${want}${runner.length ? ` (under ${runner[0]})` : ''}`)
+}
+
+function buildPackage (triple, opts, version) {
+  const t = platform.TARGETS[triple]
+  const dir = join(NPM_DIR, triple)
+  mkdirSync(dir, { recursive: true })
+  const exe = buildServer(t.server)
+  checkServerVersion(triple, exe, version)
+  const bin = join(dir, platform.binaryName(t.os))
+  copyFileSync(exe, bin)
+  chmodSync(bin, 0o755)
+  const addon = buildAddon(triple, { reuse: opts.hostOnly })
+  if (addon) copyFileSync(addon, join(dir, `ptyjobs.${triple}.node`))
+  return { triple, files: [bin, addon && join(dir, `ptyjobs.${triple}.node`)].filter(Boolean) }
+}
+
+/** The main package's `main` is napi's generated loader, committed in crates/node. */
+function fillMain () {
+  let copied = 0
+  for (const f of ['index.js', 'index.d.ts']) {
+    const src = join(NODE_CRATE, f)
+    if (existsSync(src)) { copyFileSync(src, join(NPM_DIR, 'ptyjobs', f)); copied++ } else log(`WARNING: ${src.slice(ROOT.length + 1)} is missing: require('ptyjobs') will not load until the binding lands`)
+  }
+  return copied
+}
+
+function size (file) {
+  const kib = statSync(file).size / 1024
+  return kib > 1024 ? `${(kib / 1024).toFixed(1)} MiB` : `${kib.toFixed(0)} KiB`
+}
+
+function main () {
+  const args = process.argv.slice(2)
+  const opt = (name) => { const i = args.indexOf(name); return i === -1 ? null : args[i + 1] }
+  const hostOnly = args.includes('--host-only')
+  const version = workspaceVersion()
+  stamp({ version })
+  fillMain()
+  if (args.includes('--main-only')) return
+
+  let wanted
+  if (opt('--targets')) wanted = opt('--targets').split(',').filter(Boolean)
+  else if (hostOnly) wanted = [host.triple]
+  else wanted = publishedTriples()
+  for (const w of wanted) if (!platform.TARGETS[w]) throw new Error(`unknown target ${w}; known: ${Object.keys(platform.TARGETS).join(', ')}`)
+
+  const built = []
+  const skipped = []
+  for (const triple of wanted) {
+    const why = cannotBuild(triple)
+    if (why) {
+      if (opt('--targets')) throw new Error(`${triple}: ${why}`)
+      skipped.push([triple, why])
+      continue
+    }
+    built.push(buildPackage(triple, { hostOnly }, version))
+  }
+  if (!opt('--targets') && !hostOnly) skipped.push(['win32-x64-msvc', cannotBuild('win32-x64-msvc')])
+  log(`version ${version}`)
+  for (const b of built) log(`built npm/${b.triple}: ${b.files.map((f) => `${f.slice(NPM_DIR.length + 1)} ${size(f)}`).join(', ')}`)
+  for (const [t, why] of skipped) log(`skipped ${t}: ${why}`)
+}
+
+try {
+  main()
+} catch (err) {
+  log(`ERROR: ${err.message}`)
+  process.exit(1)
+}
