@@ -77,17 +77,6 @@ impl Transcript {
         self.first + self.lines.len() as u64
     }
 
-    /// Bytes of text held (each line counts one extra byte for its newline).
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// The held line with absolute number `n`, if it is held.
-    pub fn get(&self, n: u64) -> Option<&str> {
-        let i = n.checked_sub(self.first)?;
-        self.lines.get(usize::try_from(i).ok()?).map(String::as_str)
-    }
-
     /// Held lines from absolute number `from` (clamped to what is held) to the end.
     pub fn iter_from(&self, from: u64) -> impl Iterator<Item = &str> {
         let skip = from.saturating_sub(self.first);
@@ -109,11 +98,10 @@ mod tests {
         // each line is 6 bytes with its newline: 3 fit in 20 bytes
         assert_eq!(t.first_line(), 7);
         assert_eq!(t.end_line(), 10);
-        assert_eq!(t.get(7), Some("line7"));
-        assert_eq!(t.get(6), None);
+        assert_eq!(t.iter_from(7).next(), Some("line7"));
         assert_eq!(t.iter_from(8).collect::<Vec<_>>(), ["line8", "line9"]);
         assert_eq!(t.iter_from(0).count(), 3);
-        assert!(t.bytes() <= 20);
+        assert!(t.bytes <= 20);
     }
 
     #[test]
@@ -123,6 +111,6 @@ mod tests {
         assert_eq!(t.end_line(), 1);
         t.push("b".into());
         assert_eq!(t.first_line(), 1);
-        assert_eq!(t.get(1), Some("b"));
+        assert_eq!(t.iter_from(0).collect::<Vec<_>>(), ["b"]);
     }
 }

@@ -295,16 +295,16 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
         if eof && exit.is_some() {
             break;
         }
-        if let (Some(until), false) = (drain_until, eof) {
-            if Instant::now() >= until {
-                if killed_leftovers {
-                    break; // give up on a terminal that never closes
-                }
-                // A background process still holds the terminal: the job is over.
-                crate::signal::kill_job_processes(pid, libc::SIGKILL);
-                killed_leftovers = true;
-                drain_until = Some(Instant::now() + Duration::from_secs(1));
+        if let (Some(until), false) = (drain_until, eof)
+            && Instant::now() >= until
+        {
+            if killed_leftovers {
+                break; // give up on a terminal that never closes
             }
+            // A background process still holds the terminal: the job is over.
+            crate::signal::kill_job_processes(pid, libc::SIGKILL);
+            killed_leftovers = true;
+            drain_until = Some(Instant::now() + Duration::from_secs(1));
         }
         // What to wait on: the master while it is open, the child until it is reaped.
         let mut fds = Vec::with_capacity(2);

@@ -162,10 +162,12 @@ fn session_members(sid: u32) -> Vec<u32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        if let Some((state, session)) = parse_stat(&stat) {
-            if session == sid && state != 'Z' && state != 'X' {
-                out.push(pid);
-            }
+        if let Some((state, session)) = parse_stat(&stat)
+            && session == sid
+            && state != 'Z'
+            && state != 'X'
+        {
+            out.push(pid);
         }
     }
     out

@@ -137,7 +137,7 @@ fn scan_escape(buf: &[u8]) -> Scan {
             let mut i = 2;
             while let Some(&b) = buf.get(i) {
                 match b {
-                    0x30..=0x3f | 0x20..=0x2f => i += 1,
+                    0x20..=0x3f => i += 1,
                     0x40..=0x7e => return classify_csi(&buf[2..i], b, i + 1),
                     _ => return Scan::Other,
                 }

@@ -1,0 +1,152 @@
+//! Ending jobs: group kill, escalation, timeouts, shutdown; afterwards no process remains.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use ptyjobs_engine::{JobId, JobSpec, JobStatus, KillOutcome, Signal};
+
+#[tokio::test]
+async fn kill_takes_down_the_whole_process_group() {
+    let m = manager();
+    let job = m.execute(JobSpec::new("sleep 1000 & sleep 1000")).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || session_processes(job.pid).len()
+            >= 2)
+        .await
+    );
+    assert_eq!(
+        m.kill(job.id, Signal::TERM, None).await,
+        KillOutcome::Killed
+    );
+    assert_eq!(session_processes(job.pid), Vec::<u32>::new());
+    let info = m.status(job.id).unwrap();
+    assert_eq!(info.status, JobStatus::Killed);
+    assert_eq!(
+        m.kill(job.id, Signal::TERM, None).await,
+        KillOutcome::AlreadyTerminated
+    );
+    assert_eq!(
+        m.kill(JobId::new(), Signal::TERM, None).await,
+        KillOutcome::NotFound
+    );
+}
+
+#[tokio::test]
+async fn a_job_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let m = manager();
+    let job = m
+        .execute(JobSpec::new("trap '' TERM; echo armed; sleep 1000 & wait"))
+        .unwrap();
+    wait_for_output(&m, job.id, "armed").await;
+    let t = Instant::now();
+    let outcome = m
+        .kill(job.id, Signal::TERM, Some(Duration::from_millis(300)))
+        .await;
+    assert_eq!(outcome, KillOutcome::Killed);
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "escalated too early"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(session_processes(job.pid), Vec::<u32>::new());
+    assert_eq!(m.status(job.id).unwrap().status, JobStatus::Killed);
+}
+
+#[tokio::test]
+async fn processes_that_made_their_own_group_in_the_session_are_killed_too() {
+    let m = manager();
+    // `set -m` makes the shell put the background job in a process group of its own.
+    let job = m
+        .execute(JobSpec::new("set -m; sleep 1000 & echo $! ; wait"))
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || session_processes(job.pid).len()
+            >= 2)
+        .await
+    );
+    assert_eq!(
+        m.kill(job.id, Signal::TERM, None).await,
+        KillOutcome::Killed
+    );
+    assert_eq!(session_processes(job.pid), Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn other_calls_are_not_blocked_while_a_kill_waits() {
+    let m = manager_with(|c| c.kill_grace = Duration::from_secs(2));
+    let job = m
+        .execute(JobSpec::new(
+            "trap '' TERM; echo armed; while :; do sleep 1; done",
+        ))
+        .unwrap();
+    wait_for_output(&m, job.id, "armed").await;
+    let killer = {
+        let m = m.clone();
+        tokio::spawn(async move { m.kill(job.id, Signal::TERM, None).await })
+    };
+    // While the kill sits in its grace period, reads answer at once.
+    let t = Instant::now();
+    assert!(wait_until(Duration::from_secs(1), || m.status(job.id).is_ok()).await);
+    assert_eq!(m.status(job.id).unwrap().status, JobStatus::Running);
+    m.list();
+    assert!(t.elapsed() < Duration::from_millis(500));
+    assert_eq!(killer.await.unwrap(), KillOutcome::Killed);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_job() {
+    let m = manager();
+    let spec = JobSpec {
+        timeout: Some(Duration::from_millis(300)),
+        ..JobSpec::new("sleep 1000")
+    };
+    let job = m.execute(spec).unwrap();
+    let info = m.wait(job.id, Some(Duration::from_secs(10))).await.unwrap();
+    assert_eq!(info.status, JobStatus::Killed);
+    assert_eq!(info.reason.as_deref(), Some("timeout"));
+    assert!(
+        wait_until(Duration::from_secs(3), || session_processes(job.pid)
+            .is_empty())
+        .await
+    );
+}
+
+#[tokio::test]
+async fn shutdown_kills_every_running_job() {
+    let m = manager();
+    let jobs: Vec<_> = (0..3)
+        .map(|_| m.execute(JobSpec::new("trap '' TERM; sleep 1000")).unwrap())
+        .collect();
+    let t = Instant::now();
+    m.shutdown().await;
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+    for j in jobs {
+        assert_eq!(m.status(j.id).unwrap().status, JobStatus::Killed);
+        assert_eq!(session_processes(j.pid), Vec::<u32>::new());
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_manager_leaves_no_orphans() {
+    let pid = {
+        let m = manager();
+        let job = m.execute(JobSpec::new("sleep 1000 & sleep 1000")).unwrap();
+        assert!(
+            wait_until(Duration::from_secs(5), || session_processes(job.pid).len()
+                >= 2)
+            .await
+        );
+        job.pid
+    };
+    assert!(wait_until(Duration::from_secs(5), || session_processes(pid).is_empty()).await);
+}
