@@ -28,6 +28,9 @@ pub struct EngineConfig {
     /// (a background grandchild) holds the terminal open, before that process group is killed.
     /// Default 500 ms.
     pub drain_timeout: Duration,
+    /// Longest server-side wait (`wait_for`); longer requests are capped and say so. Default
+    /// 50 s, below the 60 s many MCP clients allow a request.
+    pub max_wait: Duration,
 }
 
 impl Default for EngineConfig {
@@ -42,6 +45,7 @@ impl Default for EngineConfig {
             max_line_bytes: 64 * 1024,
             kill_grace: Duration::from_secs(3),
             drain_timeout: Duration::from_millis(500),
+            max_wait: Duration::from_secs(50),
         }
     }
 }

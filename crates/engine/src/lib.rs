@@ -22,17 +22,26 @@
 
 mod config;
 mod error;
+mod interact;
 mod job;
+mod keys;
 mod manager;
 mod output;
 mod pty;
+mod search;
 mod signal;
 mod terminal;
+mod wait;
 
 pub use config::EngineConfig;
 pub use error::{Error, Result};
+pub use interact::Interaction;
 pub use job::{JobId, JobInfo, JobSpec, JobStatus};
-pub use manager::{Interaction, JobEvent, JobManager};
+pub use keys::encode_keys;
+pub use manager::{JobEvent, JobManager};
 pub use output::OutputSlice;
+pub use regex::Regex;
+pub use search::{SearchMatch, SearchResult, compile_pattern};
 pub use signal::{KillOutcome, Signal};
 pub use terminal::{ScreenSnapshot, Terminal};
+pub use wait::{WaitOutcome, WaitProgress, WaitReason, WaitSpec};

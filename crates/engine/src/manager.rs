@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::config::EngineConfig;
@@ -22,8 +21,6 @@ use crate::pty::{self, ExitInfo, SpawnSpec, Spawner};
 use crate::signal::{self, KillOutcome, Signal};
 use crate::terminal::{ScreenSnapshot, Terminal};
 
-/// How long after the last output an interaction counts as answered.
-const INTERACT_IDLE: Duration = Duration::from_millis(300);
 /// How long a kill waits for the job's processes after SIGKILL before it gives up waiting.
 const AFTER_KILL: Duration = Duration::from_secs(2);
 
@@ -36,28 +33,12 @@ pub struct JobEvent {
     pub finished: bool,
 }
 
-/// What an interaction with a job produced.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Interaction {
-    /// The text from the line the input went to (a prompt's line) to the end: the echo of the
-    /// input and the job's response.
-    pub output: String,
-    /// Bytes of input the terminal accepted.
-    pub bytes_written: usize,
-    /// The job's status after the response.
-    pub status: JobStatus,
-    /// Absolute line number where `output` starts.
-    pub first_line: u64,
-    /// Absolute line number after the end of `output`.
-    pub next_offset: u64,
-}
-
 /// Runs jobs under PTYs and keeps their records. Cheap to clone; all clones share one table.
 ///
 /// Create it inside a tokio runtime: timers (job timeouts) run on that runtime.
 #[derive(Clone)]
 pub struct JobManager {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for JobManager {
@@ -68,56 +49,56 @@ impl std::fmt::Debug for JobManager {
     }
 }
 
-struct Inner {
-    config: EngineConfig,
-    runtime: tokio::runtime::Handle,
-    spawner: Spawner,
-    table: Mutex<Table>,
+pub(crate) struct Inner {
+    pub(crate) config: EngineConfig,
+    pub(crate) runtime: tokio::runtime::Handle,
+    pub(crate) spawner: Spawner,
+    pub(crate) table: Mutex<Table>,
 }
 
 #[derive(Default)]
-struct Table {
-    jobs: HashMap<JobId, Arc<Job>>,
+pub(crate) struct Table {
+    pub(crate) jobs: HashMap<JobId, Arc<Job>>,
     /// Ids in start order (oldest first), for listing.
-    order: Vec<JobId>,
+    pub(crate) order: Vec<JobId>,
     /// Finished ids in finish order, for evicting the oldest.
-    finished: VecDeque<JobId>,
-    running: usize,
+    pub(crate) finished: VecDeque<JobId>,
+    pub(crate) running: usize,
 }
 
-struct Job {
-    id: JobId,
-    name: Option<String>,
-    command: String,
-    cwd: PathBuf,
-    pid: u32,
-    started: DateTime<Utc>,
-    started_at: Instant,
-    state: Mutex<State>,
-    events: watch::Sender<JobEvent>,
+pub(crate) struct Job {
+    pub(crate) id: JobId,
+    pub(crate) name: Option<String>,
+    pub(crate) command: String,
+    pub(crate) cwd: PathBuf,
+    pub(crate) pid: u32,
+    pub(crate) started: DateTime<Utc>,
+    pub(crate) started_at: Instant,
+    pub(crate) state: Mutex<State>,
+    pub(crate) events: watch::Sender<JobEvent>,
 }
 
-struct State {
-    status: JobStatus,
-    exit: Option<ExitInfo>,
-    finished: Option<DateTime<Utc>>,
-    finished_at: Option<Instant>,
-    reason: Option<String>,
+pub(crate) struct State {
+    pub(crate) status: JobStatus,
+    pub(crate) exit: Option<ExitInfo>,
+    pub(crate) finished: Option<DateTime<Utc>>,
+    pub(crate) finished_at: Option<Instant>,
+    pub(crate) reason: Option<String>,
     /// Set when ptyjobs decided to end the job; the reason becomes the job's.
-    kill_reason: Option<String>,
-    term: Terminal,
-    size: (u16, u16),
+    pub(crate) kill_reason: Option<String>,
+    pub(crate) term: Terminal,
+    pub(crate) size: (u16, u16),
     /// The PTY master for writes and resizes; `None` once the job is final.
-    master: Option<Arc<OwnedFd>>,
+    pub(crate) master: Option<Arc<OwnedFd>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding a lock leaves plain data behind; keep serving rather than cascade.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Job {
-    fn info(&self) -> JobInfo {
+    pub(crate) fn info(&self) -> JobInfo {
         let s = lock(&self.state);
         let end = s.finished_at.unwrap_or_else(Instant::now);
         JobInfo {
@@ -144,7 +125,7 @@ impl Job {
         }
     }
 
-    fn master(&self) -> Result<Arc<OwnedFd>> {
+    pub(crate) fn master(&self) -> Result<Arc<OwnedFd>> {
         let s = lock(&self.state);
         s.master.clone().ok_or(Error::NotRunning {
             id: self.id,
@@ -205,7 +186,7 @@ fn finish(job: &Job, exit: ExitInfo) {
 }
 
 impl Inner {
-    fn job(&self, id: JobId) -> Result<Arc<Job>> {
+    pub(crate) fn job(&self, id: JobId) -> Result<Arc<Job>> {
         lock(&self.table)
             .jobs
             .get(&id)
@@ -267,7 +248,7 @@ impl Drop for Inner {
     }
 }
 
-fn check_size(what: &str, v: u16) -> Result<u16> {
+pub(crate) fn check_size(what: &str, v: u16) -> Result<u16> {
     if (1..=1000).contains(&v) {
         Ok(v)
     } else {
@@ -479,122 +460,6 @@ impl JobManager {
     pub fn screen(&self, id: JobId) -> Result<ScreenSnapshot> {
         let job = self.inner.job(id)?;
         Ok(lock(&job.state).term.screen())
-    }
-
-    /// Writes what the terminal takes now, without blocking; returns the bytes written.
-    ///
-    /// # Errors
-    /// [`Error::JobNotFound`], [`Error::NotRunning`].
-    pub fn write(&self, id: JobId, data: &[u8]) -> Result<usize> {
-        let master = self.inner.job(id)?.master()?;
-        Ok(pty::write_some(&master, data)?)
-    }
-
-    /// Writes `data`, waiting while the terminal's input buffer is full, for at most
-    /// `deadline`; returns the bytes written (fewer than `data.len()` if the job does not read).
-    ///
-    /// # Errors
-    /// [`Error::JobNotFound`], [`Error::NotRunning`].
-    pub async fn write_all(&self, id: JobId, data: &[u8], deadline: Duration) -> Result<usize> {
-        let job = self.inner.job(id)?;
-        let master = job.master()?;
-        let until = Instant::now() + deadline;
-        let mut written = 0;
-        while written < data.len() {
-            match pty::write_some(&master, &data[written..]) {
-                Ok(0) => {
-                    if Instant::now() >= until || lock(&job.state).status.is_final() {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                Ok(n) => written += n,
-                Err(_) if written > 0 => break,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(written)
-    }
-
-    /// Sends `input` and returns the job's response: as soon as output has been quiet for a
-    /// short while after the response began (the echo of the input does not count), or the job
-    /// ended, and never later than `wait`.
-    ///
-    /// # Errors
-    /// [`Error::JobNotFound`], [`Error::NotRunning`].
-    pub async fn interact(&self, id: JobId, input: &[u8], wait: Duration) -> Result<Interaction> {
-        let job = self.inner.job(id)?;
-        let master = job.master()?;
-        let start = Instant::now();
-        let deadline = start + wait;
-        let (mark, bytes_before) = {
-            let s = lock(&job.state);
-            let total = s.term.total_lines();
-            let mid_line = s.term.screen().cursor_col > 0;
-            (
-                if mid_line {
-                    total.saturating_sub(1)
-                } else {
-                    total
-                },
-                job.events.borrow().bytes,
-            )
-        };
-        let echo = if pty::echoes(&master) {
-            input.len() + input.iter().filter(|&&b| b == b'\n').count()
-        } else {
-            0
-        };
-        let mut rx = job.events.subscribe();
-        let bytes_written = self.write_all(id, input, wait).await?;
-        let mut last_change = Instant::now();
-        loop {
-            let ev = *rx.borrow_and_update();
-            if ev.finished {
-                break;
-            }
-            let responded = ev.bytes.saturating_sub(bytes_before) > echo as u64;
-            let wake = if responded {
-                (last_change + INTERACT_IDLE).min(deadline)
-            } else {
-                deadline
-            };
-            if Instant::now() >= wake {
-                break;
-            }
-            match tokio::time::timeout_at(wake.into(), rx.changed()).await {
-                Ok(Ok(())) => last_change = Instant::now(),
-                Ok(Err(_)) => break,
-                Err(_) => {}
-            }
-        }
-        let s = lock(&job.state);
-        let slice = s.term.slice(Some(mark), None, s.status);
-        Ok(Interaction {
-            output: slice.output,
-            bytes_written,
-            status: s.status,
-            first_line: slice.first_line,
-            next_offset: slice.next_offset,
-        })
-    }
-
-    /// Resizes the job's terminal (the program gets SIGWINCH). Returns false, changing
-    /// nothing, when the job has already ended.
-    ///
-    /// # Errors
-    /// [`Error::JobNotFound`], [`Error::InvalidArgument`] for a size outside 1..=1000.
-    pub fn resize(&self, id: JobId, cols: u16, rows: u16) -> Result<bool> {
-        let (cols, rows) = (check_size("cols", cols)?, check_size("rows", rows)?);
-        let job = self.inner.job(id)?;
-        let mut s = lock(&job.state);
-        let Some(master) = s.master.clone() else {
-            return Ok(false);
-        };
-        s.term.resize(cols, rows);
-        s.size = (cols, rows);
-        pty::set_size(&*master, cols, rows)?;
-        Ok(true)
     }
 
     /// Ends a job: `signal` to its process group (and session), SIGKILL after `grace` (default

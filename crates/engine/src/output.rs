@@ -29,8 +29,92 @@ pub struct OutputSlice {
     /// True when this slice is not the whole requested range: lines in it were evicted,
     /// or `limit` cut it short.
     pub truncated: bool,
+    /// Bytes of `output`.
+    pub bytes: u64,
+    /// Lines cut out of the middle of `output` to respect a byte budget (see [`Self::fit`]).
+    pub omitted_lines: u64,
+    /// Bytes cut out of the middle of `output` to respect a byte budget.
+    pub omitted_bytes: u64,
     /// The job's status at the time of the read.
     pub status: JobStatus,
+}
+
+impl OutputSlice {
+    /// Makes `output` fit in `max_bytes`: the first and last lines are kept and a marker line
+    /// in the middle says how many lines and bytes were left out. Lines are cut whole, except a
+    /// single line longer than the budget, whose head and tail are kept. `first_line` and
+    /// `next_offset` do not change: the slice still covers the same range.
+    pub fn fit(&mut self, max_bytes: usize) {
+        if self.output.len() <= max_bytes {
+            return;
+        }
+        let total_lines = self.output.split('\n').count() as u64;
+        let half = max_bytes.saturating_sub(80) / 2;
+        // Whole lines from the head while they fit in half the budget.
+        let mut head_end = 0;
+        for (i, _) in self.output.match_indices('\n') {
+            if i > half {
+                break;
+            }
+            head_end = i;
+        }
+        let mut tail_start = self.output.len();
+        for (i, _) in self.output.rmatch_indices('\n') {
+            if self.output.len() - (i + 1) > half || i < head_end {
+                break;
+            }
+            tail_start = i + 1;
+        }
+        if head_end == 0 && tail_start == self.output.len() {
+            // No line boundary fits: keep the head and tail of the text itself.
+            head_end = floor_char_boundary(&self.output, half);
+            tail_start = ceil_char_boundary(&self.output, self.output.len() - half);
+        }
+        let head = &self.output[..head_end];
+        let tail = &self.output[tail_start..];
+        let kept_lines = if head.is_empty() {
+            0
+        } else {
+            head.split('\n').count() as u64
+        } + if tail.is_empty() {
+            0
+        } else {
+            tail.split('\n').count() as u64
+        };
+        let omitted_bytes = (tail_start - head_end) as u64;
+        let omitted_lines = total_lines.saturating_sub(kept_lines);
+        let marker = format!(
+            "[... {omitted_lines} lines, {omitted_bytes} bytes omitted; read them with offset/limit ...]"
+        );
+        let mut out = String::with_capacity(head.len() + marker.len() + tail.len() + 2);
+        out.push_str(head);
+        if !head.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&marker);
+        if !tail.is_empty() {
+            out.push('\n');
+            out.push_str(tail);
+        }
+        self.output = out;
+        self.bytes = self.output.len() as u64;
+        self.omitted_lines += omitted_lines;
+        self.omitted_bytes += omitted_bytes;
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 /// Final lines of a job, bounded in bytes.
@@ -88,6 +172,47 @@ impl Transcript {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn slice_of(text: &str) -> OutputSlice {
+        OutputSlice {
+            output: text.to_owned(),
+            first_line: 0,
+            line_count: text.lines().count() as u64,
+            next_offset: text.lines().count() as u64,
+            total_lines: text.lines().count() as u64,
+            dropped_lines: 0,
+            truncated: false,
+            bytes: text.len() as u64,
+            omitted_lines: 0,
+            omitted_bytes: 0,
+            status: JobStatus::Running,
+        }
+    }
+
+    #[test]
+    fn fit_keeps_head_and_tail_lines_with_a_marker() {
+        let text: Vec<String> = (0..1000).map(|i| format!("line {i:04}")).collect();
+        let mut s = slice_of(&text.join("\n"));
+        s.fit(400);
+        assert!(s.output.len() <= 400, "{}", s.output.len());
+        assert!(s.output.starts_with("line 0000\nline 0001"));
+        assert!(s.output.ends_with("line 0998\nline 0999"));
+        assert!(s.output.contains("lines, "), "{}", s.output);
+        let kept = s.output.lines().filter(|l| l.starts_with("line")).count() as u64;
+        assert_eq!(kept + s.omitted_lines, 1000);
+        assert_eq!(s.bytes, s.output.len() as u64);
+    }
+
+    #[test]
+    fn fit_cuts_inside_one_huge_line_at_character_boundaries() {
+        let mut s = slice_of(&"é".repeat(10_000));
+        s.fit(1000);
+        assert!(s.output.len() <= 1000);
+        assert!(s.omitted_bytes > 0);
+        let mut small = slice_of("short");
+        small.fit(1000);
+        assert_eq!(small.output, "short");
+    }
 
     #[test]
     fn eviction_keeps_absolute_numbers() {

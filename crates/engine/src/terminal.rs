@@ -370,6 +370,42 @@ impl Terminal {
         self.parser.callbacks().transcript.end_line() + self.screen_lines().len() as u64
     }
 
+    /// Absolute number of the line the cursor is on: where the program's next output goes
+    /// (the prompt's line while a program waits at a prompt).
+    pub fn cursor_line(&self) -> u64 {
+        let total = self.total_lines();
+        if self.parser.screen().cursor_position().1 > 0 {
+            total.saturating_sub(1)
+        } else {
+            total
+        }
+    }
+
+    /// Number one past the last final line (lines before it no longer change).
+    pub fn final_end(&self) -> u64 {
+        self.parser.callbacks().transcript.end_line()
+    }
+
+    /// Calls `f` with each held line numbered `from` or later, in order, until it breaks.
+    pub fn visit_lines(
+        &self,
+        from: u64,
+        mut f: impl FnMut(u64, &str) -> std::ops::ControlFlow<()>,
+    ) {
+        let transcript = &self.parser.callbacks().transcript;
+        let start = from.max(transcript.first_line());
+        let live = self.screen_lines();
+        let live_skip = usize::try_from(start.saturating_sub(transcript.end_line())).unwrap_or(0);
+        let lines = transcript
+            .iter_from(start)
+            .chain(live.iter().skip(live_skip).map(String::as_str));
+        for (n, line) in (start..).zip(lines) {
+            if f(n, line).is_break() {
+                return;
+            }
+        }
+    }
+
     /// Reads lines `offset..offset+limit` (absolute numbers; `offset` defaults to the first
     /// held line, `limit` to everything).
     pub fn slice(
@@ -398,6 +434,7 @@ impl Terminal {
             }
             output.push_str(line);
         }
+        let bytes = output.len() as u64;
         OutputSlice {
             output,
             first_line: from,
@@ -406,6 +443,9 @@ impl Terminal {
             total_lines: end,
             dropped_lines: dropped,
             truncated: from > requested || count < available,
+            bytes,
+            omitted_lines: 0,
+            omitted_bytes: 0,
             status,
         }
     }

@@ -1,0 +1,175 @@
+//! Talking to a running job: writes, interactions, keys, resizes.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::job::{JobId, JobStatus};
+use crate::keys::encode_keys;
+use crate::manager::{JobManager, check_size, lock};
+use crate::pty;
+
+/// How long after the last output an interaction counts as answered.
+const INTERACT_IDLE: Duration = Duration::from_millis(300);
+/// How long a key press may wait for room in the terminal's input buffer.
+const WRITE_DEADLINE: Duration = Duration::from_secs(2);
+/// Input longer than this, or spanning lines, is sent as a bracketed paste when the program
+/// enabled bracketed paste, so an editor or REPL takes it as text rather than as keystrokes.
+const PASTE_MIN: usize = 256;
+
+fn is_paste(input: &[u8]) -> bool {
+    let body = input.strip_suffix(b"\n").unwrap_or(input);
+    body.len() >= PASTE_MIN || body.contains(&b'\n')
+}
+
+/// What an interaction with a job produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interaction {
+    /// The text from the line the input went to (a prompt's line) to the end: the echo of the
+    /// input and the job's response.
+    pub output: String,
+    /// Bytes of input the terminal accepted.
+    pub bytes_written: usize,
+    /// The job's status after the response.
+    pub status: JobStatus,
+    /// Absolute line number where `output` starts.
+    pub first_line: u64,
+    /// Absolute line number after the end of `output`.
+    pub next_offset: u64,
+}
+
+impl JobManager {
+    /// Writes what the terminal takes now, without blocking; returns the bytes written.
+    ///
+    /// # Errors
+    /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
+    pub fn write(&self, id: JobId, data: &[u8]) -> Result<usize> {
+        let master = self.inner.job(id)?.master()?;
+        Ok(pty::write_some(&master, data)?)
+    }
+
+    /// Writes `data`, waiting while the terminal's input buffer is full, for at most
+    /// `deadline`; returns the bytes written (fewer than `data.len()` if the job does not read).
+    ///
+    /// # Errors
+    /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
+    pub async fn write_all(&self, id: JobId, data: &[u8], deadline: Duration) -> Result<usize> {
+        let job = self.inner.job(id)?;
+        let master = job.master()?;
+        let until = Instant::now() + deadline;
+        let mut written = 0;
+        while written < data.len() {
+            match pty::write_some(&master, &data[written..]) {
+                Ok(0) => {
+                    if Instant::now() >= until || lock(&job.state).status.is_final() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Ok(n) => written += n,
+                Err(_) if written > 0 => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(written)
+    }
+
+    /// Sends `input` and returns the job's response: as soon as output has been quiet for a
+    /// short while after the response began (the echo of the input does not count), or the job
+    /// ended, and never later than `wait`.
+    ///
+    /// # Errors
+    /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
+    pub async fn interact(&self, id: JobId, input: &[u8], wait: Duration) -> Result<Interaction> {
+        let job = self.inner.job(id)?;
+        let master = job.master()?;
+        let start = Instant::now();
+        let deadline = start + wait;
+        let (mark, bytes_before, paste) = {
+            let s = lock(&job.state);
+            let paste = s.term.bracketed_paste() && is_paste(input);
+            (s.term.cursor_line(), job.events.borrow().bytes, paste)
+        };
+        let wrapped;
+        let input = if paste {
+            // The text goes inside the paste brackets; a final newline becomes Enter after it.
+            let (body, enter): (&[u8], &[u8]) = match input.strip_suffix(b"\n") {
+                Some(body) => (body, b"\r"),
+                None => (input, b""),
+            };
+            wrapped = [b"\x1b[200~", body, b"\x1b[201~", enter].concat();
+            &wrapped[..]
+        } else {
+            input
+        };
+        let echo = if pty::echoes(&master) {
+            input.len() + input.iter().filter(|&&b| b == b'\n').count()
+        } else {
+            0
+        };
+        let mut rx = job.events.subscribe();
+        let bytes_written = self.write_all(id, input, wait).await?;
+        let mut last_change = Instant::now();
+        loop {
+            let ev = *rx.borrow_and_update();
+            if ev.finished {
+                break;
+            }
+            let responded = ev.bytes.saturating_sub(bytes_before) > echo as u64;
+            let wake = if responded {
+                (last_change + INTERACT_IDLE).min(deadline)
+            } else {
+                deadline
+            };
+            if Instant::now() >= wake {
+                break;
+            }
+            match tokio::time::timeout_at(wake.into(), rx.changed()).await {
+                Ok(Ok(())) => last_change = Instant::now(),
+                Ok(Err(_)) => break,
+                Err(_) => {}
+            }
+        }
+        let s = lock(&job.state);
+        let slice = s.term.slice(Some(mark), None, s.status);
+        Ok(Interaction {
+            output: slice.output,
+            bytes_written,
+            status: s.status,
+            first_line: slice.first_line,
+            next_offset: slice.next_offset,
+        })
+    }
+
+    /// Sends named keys and chords (`Enter`, `C-c`, `Up`, ...; see [`crate::encode_keys`]),
+    /// encoded for the program's current cursor mode. Returns the bytes written.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for an unknown key, [`crate::Error::JobNotFound`],
+    /// [`crate::Error::NotRunning`].
+    pub async fn send_keys<S: AsRef<str>>(&self, id: JobId, keys: &[S]) -> Result<usize> {
+        let job = self.inner.job(id)?;
+        let app_cursor = lock(&job.state).term.application_cursor();
+        let bytes = encode_keys(keys, app_cursor)?;
+        self.write_all(id, &bytes, WRITE_DEADLINE).await
+    }
+
+    /// Resizes the job's terminal (the program gets SIGWINCH). Returns false, changing
+    /// nothing, when the job has already ended.
+    ///
+    /// # Errors
+    /// [`crate::Error::JobNotFound`], [`crate::Error::InvalidArgument`] for a size outside 1..=1000.
+    pub fn resize(&self, id: JobId, cols: u16, rows: u16) -> Result<bool> {
+        let (cols, rows) = (check_size("cols", cols)?, check_size("rows", rows)?);
+        let job = self.inner.job(id)?;
+        let mut s = lock(&job.state);
+        let Some(master) = s.master.clone() else {
+            return Ok(false);
+        };
+        s.term.resize(cols, rows);
+        s.size = (cols, rows);
+        pty::set_size(&*master, cols, rows)?;
+        Ok(true)
+    }
+}

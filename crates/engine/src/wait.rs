@@ -1,0 +1,237 @@
+//! Server-side waits: block until a job exits, prints a pattern, goes quiet, or opens a port —
+//! so an agent needs one call instead of a polling loop. Also the transcript search.
+
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::job::{JobId, JobInfo};
+use crate::manager::{JobManager, lock};
+use crate::output::OutputSlice;
+use crate::search::{self, SearchResult};
+
+/// How often a port is probed.
+const PORT_PROBE: Duration = Duration::from_millis(100);
+/// How often progress is reported.
+const TICK: Duration = Duration::from_secs(1);
+/// Lines of tail returned with every wait.
+const TAIL_LINES: usize = 10;
+
+/// What to wait for; the first condition met ends the wait. Exit always ends it.
+#[derive(Debug, Clone, Default)]
+pub struct WaitSpec {
+    /// End when a transcript line matches.
+    pub pattern: Option<Regex>,
+    /// Also match lines printed before the wait began (default: only new ones).
+    pub from_start: bool,
+    /// End when the job printed nothing for this long.
+    pub idle: Option<Duration>,
+    /// End when a TCP connection to this port on localhost succeeds.
+    pub port: Option<u16>,
+    /// End after this long (capped by the manager's `max_wait`).
+    pub timeout: Option<Duration>,
+}
+
+/// Which condition ended a wait. Wire names `exited`, `matched`, `idle`, `port_open`, `timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitReason {
+    /// The job ended.
+    Exited,
+    /// A line matched the pattern.
+    Matched,
+    /// The job printed nothing for the idle period.
+    Idle,
+    /// The port accepted a connection.
+    PortOpen,
+    /// The timeout passed first.
+    Timeout,
+}
+
+/// The result of a wait.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaitOutcome {
+    /// Which condition ended the wait.
+    pub reason: WaitReason,
+    /// The line that matched, for `matched`.
+    pub matched_line: Option<String>,
+    /// Its absolute line number.
+    pub line_number: Option<u64>,
+    /// True when the requested timeout was longer than the cap and the cap was used instead:
+    /// call again to keep waiting.
+    pub capped: bool,
+    /// How long the wait took.
+    pub waited_ms: u64,
+    /// The job now.
+    pub info: JobInfo,
+    /// The last lines of output.
+    pub tail: OutputSlice,
+}
+
+/// Progress of a wait, reported about once a second.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitProgress {
+    /// Time waited so far.
+    pub elapsed: Duration,
+    /// The wait's deadline, from its start.
+    pub total: Duration,
+    /// Bytes the job has printed so far.
+    pub bytes: u64,
+}
+
+async fn port_open(port: u16) -> bool {
+    let probe = async {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+            || tokio::net::TcpStream::connect(("::1", port)).await.is_ok()
+    };
+    tokio::time::timeout(Duration::from_millis(500), probe)
+        .await
+        .unwrap_or(false)
+}
+
+impl JobManager {
+    /// Waits server-side until the first of `spec`'s conditions, the job's exit, or the
+    /// (capped) timeout. `progress` is called about once a second. Dropping the future cancels
+    /// the wait at once, with no effect on the job.
+    ///
+    /// # Errors
+    /// [`crate::Error::JobNotFound`].
+    pub async fn wait_for(
+        &self,
+        id: JobId,
+        spec: &WaitSpec,
+        mut progress: impl FnMut(WaitProgress),
+    ) -> Result<WaitOutcome> {
+        let job = self.inner.job(id)?;
+        let max = self.inner.config.max_wait;
+        let requested = spec.timeout.unwrap_or(max);
+        let capped = requested > max;
+        let total = requested.min(max);
+        let start = Instant::now();
+        let deadline = start + total;
+        let mut rx = job.events.subscribe();
+        // Lines before `scan_from` were already searched (or are too old to count).
+        let mut scan_from = if spec.from_start {
+            0
+        } else {
+            lock(&job.state).term.cursor_line()
+        };
+        let mut last_output = start;
+        let mut last_bytes = rx.borrow().bytes;
+        let mut next_probe = start;
+        let mut next_tick = start + TICK;
+        let reason = loop {
+            let ev = *rx.borrow_and_update();
+            let now = Instant::now();
+            if ev.bytes != last_bytes {
+                last_bytes = ev.bytes;
+                last_output = now;
+            }
+            if let Some(re) = &spec.pattern {
+                let s = lock(&job.state);
+                let mut found = None;
+                s.term.visit_lines(scan_from, |n, line| {
+                    if re.is_match(line) {
+                        found = Some((n, line.to_owned()));
+                        return ControlFlow::Break(());
+                    }
+                    ControlFlow::Continue(())
+                });
+                if let Some((n, line)) = found {
+                    drop(s);
+                    return self.outcome(id, WaitReason::Matched, Some((n, line)), capped, start);
+                }
+                // Final lines never change: search only the unfinished ones again.
+                scan_from = scan_from.max(s.term.final_end());
+            }
+            if ev.finished {
+                break WaitReason::Exited;
+            }
+            if let Some(idle) = spec.idle
+                && now >= last_output + idle
+            {
+                break WaitReason::Idle;
+            }
+            if let Some(port) = spec.port
+                && now >= next_probe
+            {
+                if port_open(port).await {
+                    break WaitReason::PortOpen;
+                }
+                next_probe = Instant::now() + PORT_PROBE;
+            }
+            if now >= next_tick {
+                progress(WaitProgress {
+                    elapsed: now - start,
+                    total,
+                    bytes: ev.bytes,
+                });
+                next_tick = now + TICK;
+            }
+            if now >= deadline {
+                // A job that ended right at the deadline reports its exit, not a timeout.
+                if lock(&job.state).status.is_final() {
+                    break WaitReason::Exited;
+                }
+                break WaitReason::Timeout;
+            }
+            let mut wake = deadline.min(next_tick);
+            if let Some(idle) = spec.idle {
+                wake = wake.min(last_output + idle);
+            }
+            if spec.port.is_some() {
+                wake = wake.min(next_probe);
+            }
+            let _ = tokio::time::timeout_at(wake.into(), rx.changed()).await;
+        };
+        self.outcome(id, reason, None, capped, start)
+    }
+
+    fn outcome(
+        &self,
+        id: JobId,
+        reason: WaitReason,
+        matched: Option<(u64, String)>,
+        capped: bool,
+        start: Instant,
+    ) -> Result<WaitOutcome> {
+        let (line_number, matched_line) = matched.map_or((None, None), |(n, l)| (Some(n), Some(l)));
+        Ok(WaitOutcome {
+            reason,
+            matched_line,
+            line_number,
+            capped: capped && reason == WaitReason::Timeout,
+            waited_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+            info: self.status(id)?,
+            tail: self.tail(id, TAIL_LINES)?,
+        })
+    }
+
+    /// Searches the job's held transcript for `pattern`, returning at most `max_matches`
+    /// matches with `context` lines around each, and the count of all matches.
+    ///
+    /// # Errors
+    /// [`crate::Error::JobNotFound`].
+    pub fn search(
+        &self,
+        id: JobId,
+        pattern: &Regex,
+        context: usize,
+        max_matches: usize,
+    ) -> Result<SearchResult> {
+        let job = self.inner.job(id)?;
+        let s = lock(&job.state);
+        Ok(search::search(
+            &s.term,
+            pattern,
+            context,
+            max_matches,
+            s.status,
+        ))
+    }
+}
