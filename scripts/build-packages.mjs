@@ -13,7 +13,7 @@
 // not. --host-only reuses the host addon when the root `npm run build` has just built it.
 // Respects CARGO_TARGET_DIR (the target dir comes from `cargo metadata`).
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync, readFileSync } from 'node:fs'
+import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { ROOT, NPM_DIR, platform, stamp, workspaceVersion, publishedTriples } from './version.mjs'
 
@@ -109,8 +109,8 @@ function napiArgs () {
 function buildAddon (triple, { reuse }) {
   const t = platform.TARGETS[triple]
   const file = join(NODE_CRATE, `ptyjobs.${triple}.node`)
-  if (!existsSync(join(NODE_CRATE, 'Cargo.toml'))) {
-    log(`WARNING: crates/node does not exist yet: ${triple} gets no addon`)
+  if (!existsSync(join(NODE_CRATE, 'package.json'))) {
+    log(`WARNING: crates/node/package.json (the binding's napi config) does not exist yet: ${triple} gets no addon`)
     return null
   }
   if (reuse && existsSync(file)) {
