@@ -1,0 +1,93 @@
+//! The one mapping from engine errors to JavaScript errors.
+//!
+//! Every error the binding raises is a JS `Error` whose `code` property is one of the stable
+//! strings of [`Code`]; the message says what went wrong and what to do. Nothing panics across
+//! the boundary: every fallible path returns one of these.
+
+use napi::bindgen_prelude::{Env, ToNapiValue, Unknown};
+use ptyjobs_engine::Error as EngineError;
+
+/// The stable `code` of an error thrown by the binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// No job with this id is known (never started here, or forgotten).
+    JobNotFound,
+    /// The job id is not a job id (a job id is the UUID `execute` returned).
+    InvalidJobId,
+    /// The job has finished, so it cannot take input.
+    NotRunning,
+    /// Too many jobs are running, or no pseudo-terminal is left.
+    LimitReached,
+    /// The shell could not be started.
+    SpawnFailed,
+    /// An argument is out of range or unusable.
+    InvalidArgument,
+    /// The manager was closed: it starts no more jobs.
+    ManagerClosed,
+    /// An operating-system error outside the cases above.
+    IoError,
+    /// An engine error this binding does not know (a newer engine).
+    Internal,
+}
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        match self {
+            Self::JobNotFound => "JOB_NOT_FOUND",
+            Self::InvalidJobId => "INVALID_JOB_ID",
+            Self::NotRunning => "NOT_RUNNING",
+            Self::LimitReached => "LIMIT_REACHED",
+            Self::SpawnFailed => "SPAWN_FAILED",
+            Self::InvalidArgument => "INVALID_ARGUMENT",
+            Self::ManagerClosed => "MANAGER_CLOSED",
+            Self::IoError => "IO_ERROR",
+            Self::Internal => "INTERNAL",
+        }
+    }
+}
+
+/// A binding error: becomes a JS `Error` with `code` set to the [`Code`] string.
+pub type JsErr = napi::Error<Code>;
+
+/// The binding's result type.
+pub type Result<T> = std::result::Result<T, JsErr>;
+
+/// An error with `code` and `message`.
+pub fn err(code: Code, message: impl Into<String>) -> JsErr {
+    napi::Error::new(code, message.into())
+}
+
+/// An [`Code::InvalidArgument`] error.
+pub fn invalid(message: impl Into<String>) -> JsErr {
+    err(Code::InvalidArgument, message)
+}
+
+/// Converts an engine error, keeping its message.
+pub fn from_engine(e: EngineError) -> JsErr {
+    let code = match &e {
+        EngineError::JobNotFound(_) => Code::JobNotFound,
+        EngineError::InvalidJobId(_) => Code::InvalidJobId,
+        EngineError::NotRunning { .. } => Code::NotRunning,
+        EngineError::LimitReached(_) => Code::LimitReached,
+        EngineError::Spawn(_) => Code::SpawnFailed,
+        EngineError::InvalidArgument(_) => Code::InvalidArgument,
+        EngineError::Io(_) => Code::IoError,
+        _ => Code::Internal,
+    };
+    err(code, e.to_string())
+}
+
+/// Turns a coded error into a plain `napi::Error` that carries the JS error object itself, so
+/// that a Promise rejected with it (napi's async machinery only takes `napi::Error`) rejects
+/// with our `Error` and its `code`. Must run on the JS thread.
+pub fn into_napi(env: &Env, e: JsErr) -> napi::Error {
+    let reason = e.reason.clone();
+    // SAFETY: `env` is the live environment of the JS thread we are called on.
+    match unsafe { ToNapiValue::to_napi_value(env.raw(), e) } {
+        Ok(raw) if !raw.is_null() => {
+            // SAFETY: `raw` was just created in `env`.
+            napi::Error::from(unsafe { Unknown::from_raw_unchecked(env.raw(), raw) })
+        }
+        _ => napi::Error::from_reason(reason),
+    }
+}

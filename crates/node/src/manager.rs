@@ -1,0 +1,341 @@
+//! The `JobManager` class: each method converts its arguments, calls the engine, converts the
+//! result. No process or terminal logic lives here.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use napi::bindgen_prelude::{Buffer, Either, Env, Function, PromiseRaw};
+use napi::threadsafe_function::UnknownReturnValue;
+use napi_derive::napi;
+use ptyjobs_engine::{self as engine, EngineConfig, JobId, JobSpec, Signal};
+use tokio::runtime::Handle;
+
+use crate::error::{Code, JsErr, Result, err, from_engine, into_napi};
+use crate::stream::Streams;
+use crate::types::{
+    ExecuteOptions, JobInfo, KillOptions, KillResult, MAX_SAFE, ManagerOptions, Output,
+    OutputOptions, WaitOptions, dimension, millis, whole,
+};
+
+/// Lines `tail` returns when not told.
+const DEFAULT_TAIL: usize = 50;
+
+/// Runs shell commands as background jobs, each under its own pseudo-terminal, and gives their
+/// output back as clean text (colours and escapes gone, `\r` redraws collapsed).
+///
+/// Errors are `Error`s with a stable `code`: `JOB_NOT_FOUND`, `INVALID_JOB_ID`, `NOT_RUNNING`,
+/// `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `IO_ERROR`.
+/// Async methods reject with the same errors.
+///
+/// Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
+/// process that exits takes its jobs down too.
+#[napi]
+pub struct JobManager {
+    jobs: engine::JobManager,
+    runtime: Handle,
+    streams: Arc<Streams>,
+    closed: Arc<AtomicBool>,
+}
+
+fn parse_id(id: &str) -> Result<JobId> {
+    id.parse().map_err(from_engine)
+}
+
+/// A rejected promise carrying a coded error.
+fn rejected<'env, T: napi::bindgen_prelude::ToNapiValue>(
+    env: &'env Env,
+    e: JsErr,
+) -> napi::Result<PromiseRaw<'env, T>> {
+    PromiseRaw::reject(env, e)
+}
+
+#[napi]
+impl JobManager {
+    /// A manager with the given limits and defaults.
+    ///
+    /// @throws `INVALID_ARGUMENT` for an option out of range.
+    #[napi(constructor)]
+    pub fn new(options: Option<ManagerOptions>) -> Result<Self> {
+        let o = options.unwrap_or_default();
+        let mut config = EngineConfig::default();
+        if let Some(v) = o.max_jobs {
+            config.max_running =
+                usize::try_from(whole("maxJobs", v, 1, 100_000)?).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = o.transcript_bytes {
+            config.transcript_bytes =
+                usize::try_from(whole("transcriptBytes", v, 1, MAX_SAFE)?).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = o.kill_grace_ms {
+            config.kill_grace = millis("killGraceMs", v)?;
+        }
+        if let Some(v) = o.cols {
+            config.cols = dimension("cols", v)?;
+        }
+        if let Some(v) = o.rows {
+            config.rows = dimension("rows", v)?;
+        }
+        if let Some(shell) = o.shell {
+            if shell.is_empty() {
+                return Err(err(Code::InvalidArgument, "shell must not be empty"));
+            }
+            config.shell = PathBuf::from(shell);
+        }
+        let runtime = napi::bindgen_prelude::within_runtime_if_available(Handle::current);
+        let jobs =
+            engine::JobManager::with_runtime(config, runtime.clone()).map_err(from_engine)?;
+        Ok(Self {
+            jobs,
+            runtime,
+            streams: Arc::default(),
+            closed: Arc::default(),
+        })
+    }
+
+    /// Starts `command` through the shell (`sh -c`: pipes, `&&`, globs and quotes work) under a
+    /// new pseudo-terminal and returns at once with the job's info (`jobId`, `pid`, `status`).
+    ///
+    /// @throws `INVALID_ARGUMENT` (empty command, bad cwd, size or env), `LIMIT_REACHED`,
+    /// `SPAWN_FAILED`, `MANAGER_CLOSED`.
+    #[napi]
+    pub fn execute(&self, command: String, options: Option<ExecuteOptions>) -> Result<JobInfo> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(err(
+                Code::ManagerClosed,
+                "this JobManager was closed: create a new one",
+            ));
+        }
+        let o = options.unwrap_or_default();
+        let mut spec = JobSpec::new(command);
+        spec.cwd = o.cwd.map(PathBuf::from);
+        spec.env = o
+            .env
+            .unwrap_or_default()
+            .into_iter()
+            .collect::<BTreeMap<_, _>>();
+        spec.cols = o.cols.map(|v| dimension("cols", v)).transpose()?;
+        spec.rows = o.rows.map(|v| dimension("rows", v)).transpose()?;
+        spec.timeout = o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?;
+        spec.name = o.name;
+        self.jobs
+            .execute(spec)
+            .map(JobInfo::from)
+            .map_err(from_engine)
+    }
+
+    /// A snapshot of one job.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+    #[napi]
+    pub fn status(&self, job_id: String) -> Result<JobInfo> {
+        self.jobs
+            .status(parse_id(&job_id)?)
+            .map(JobInfo::from)
+            .map_err(from_engine)
+    }
+
+    /// Every known job, newest first (finished jobs too, up to the engine's cap).
+    #[napi]
+    pub fn list(&self) -> Vec<JobInfo> {
+        self.jobs.list().into_iter().map(JobInfo::from).collect()
+    }
+
+    /// Lines `offset .. offset + limit` of the job's clean transcript. Line numbers are
+    /// absolute and stable: pass the returned `nextOffset` as `offset` to read only new lines.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
+    #[napi]
+    pub fn output(&self, job_id: String, options: Option<OutputOptions>) -> Result<Output> {
+        let id = parse_id(&job_id)?;
+        let o = options.unwrap_or_default();
+        let offset = o
+            .offset
+            .map(|v| whole("offset", v, 0, MAX_SAFE))
+            .transpose()?;
+        let limit = o
+            .limit
+            .map(|v| {
+                whole("limit", v, 0, MAX_SAFE).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+            })
+            .transpose()?;
+        self.jobs
+            .output(id, offset, limit)
+            .map(Output::from)
+            .map_err(from_engine)
+    }
+
+    /// The last `lines` lines (default 50) of the job's clean transcript, the unfinished ones on
+    /// screen included: what a person would see at the bottom of the terminal.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
+    #[napi]
+    pub fn tail(&self, job_id: String, lines: Option<f64>) -> Result<Output> {
+        let id = parse_id(&job_id)?;
+        let n = match lines {
+            Some(v) => usize::try_from(whole("lines", v, 0, MAX_SAFE)?).unwrap_or(usize::MAX),
+            None => DEFAULT_TAIL,
+        };
+        self.jobs.tail(id, n).map(Output::from).map_err(from_engine)
+    }
+
+    /// Writes `data` to the job's terminal as typed (no newline is added: end a line with a carriage
+    /// return or a line feed to press Enter). Returns the number of bytes the terminal accepted, which is less than
+    /// the data only when the terminal's input buffer is full.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`.
+    #[napi(ts_args_type = "jobId: string, data: string | Buffer")]
+    pub fn write(&self, job_id: String, data: Either<String, Buffer>) -> Result<u32> {
+        let id = parse_id(&job_id)?;
+        let bytes: &[u8] = match &data {
+            Either::A(s) => s.as_bytes(),
+            Either::B(b) => b.as_ref(),
+        };
+        let n = self.jobs.write(id, bytes).map_err(from_engine)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// Resizes the job's terminal (the program gets SIGWINCH). Returns `false`, changing
+    /// nothing, when the job has already ended.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (size outside 1..=1000).
+    #[napi]
+    pub fn resize(&self, job_id: String, cols: f64, rows: f64) -> Result<bool> {
+        let id = parse_id(&job_id)?;
+        let (cols, rows) = (dimension("cols", cols)?, dimension("rows", rows)?);
+        self.jobs.resize(id, cols, rows).map_err(from_engine)
+    }
+
+    /// Ends a job: `signal` (default SIGTERM) to its whole process group and session, SIGKILL
+    /// after `graceMs`, and resolves once no process of the job remains.
+    ///
+    /// Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
+    /// with `INVALID_JOB_ID` or `INVALID_ARGUMENT` (unknown signal, bad grace).
+    #[napi(ts_return_type = "Promise<KillResult>")]
+    pub fn kill<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+        options: Option<KillOptions>,
+    ) -> napi::Result<PromiseRaw<'env, KillResult>> {
+        let o = options.unwrap_or_default();
+        let parsed = (|| -> Result<(JobId, Signal, Option<std::time::Duration>)> {
+            let id = parse_id(&job_id)?;
+            let signal = match o.signal {
+                Some(s) => s.parse::<Signal>().map_err(from_engine)?,
+                None => Signal::TERM,
+            };
+            let grace = o.grace_ms.map(|v| millis("graceMs", v)).transpose()?;
+            Ok((id, signal, grace))
+        })();
+        let (id, signal, grace) = match parsed {
+            Ok(p) => p,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        env.spawn_future(async move { Ok(KillResult::from(jobs.kill(id, signal, grace).await)) })
+    }
+
+    /// Resolves with the job's final info when it ends (a non-zero exit resolves too), or with
+    /// its still-running info once `timeoutMs` passed.
+    ///
+    /// Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
+    #[napi(ts_return_type = "Promise<JobInfo>")]
+    pub fn wait<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+        options: Option<WaitOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JobInfo>> {
+        let o = options.unwrap_or_default();
+        let parsed = (|| -> Result<_> {
+            let id = parse_id(&job_id)?;
+            self.jobs.status(id).map_err(from_engine)?;
+            Ok((
+                id,
+                o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?,
+            ))
+        })();
+        let (id, timeout) = match parsed {
+            Ok(p) => p,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        env.spawn_future_with_callback(
+            async move { Ok(jobs.wait(id, timeout).await) },
+            |env, res| match res {
+                Ok(info) => Ok(JobInfo::from(info)),
+                Err(e) => Err(into_napi(env, from_engine(e))),
+            },
+        )
+    }
+
+    /// Calls `callback` with the job's clean text as it becomes final: each line once, followed
+    /// by a line feed, after it scrolled off the terminal's screen; when the job ends, the lines still on
+    /// screen, without a trailing newline. All chunks joined equal `output(jobId).output` read
+    /// after the end (unless `transcriptBytes` evicted lines first). A late listener starts from
+    /// the first line held. Like a child process's listeners, it keeps the process alive while
+    /// the job runs, never after the job ended or the manager was closed.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+    #[napi(ts_args_type = "jobId: string, callback: (data: string) => void")]
+    pub fn on_data(
+        &self,
+        job_id: String,
+        callback: Function<'_, String, UnknownReturnValue>,
+    ) -> Result<()> {
+        let id = parse_id(&job_id)?;
+        self.jobs.status(id).map_err(from_engine)?;
+        let cb = callback
+            .build_threadsafe_function()
+            .weak::<false>()
+            .build()
+            .map_err(napi_err)?;
+        self.streams.on_data(&self.jobs, &self.runtime, id, cb);
+        Ok(())
+    }
+
+    /// Calls `callback` once with the job's final info (`exitCode`, `signal`, `status`, ...)
+    /// when it has ended, strictly after the last `onData` chunk was delivered. Registered on
+    /// an ended job, it is called at once (asynchronously). It keeps the process alive while
+    /// the job runs, never after the job ended or the manager was closed.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+    #[napi(ts_args_type = "jobId: string, callback: (info: JobInfo) => void")]
+    pub fn on_exit(
+        &self,
+        job_id: String,
+        callback: Function<'_, JobInfo, UnknownReturnValue>,
+    ) -> Result<()> {
+        let id = parse_id(&job_id)?;
+        self.jobs.status(id).map_err(from_engine)?;
+        let cb = callback
+            .build_threadsafe_function()
+            .weak::<false>()
+            .build()
+            .map_err(napi_err)?;
+        self.streams.on_exit(&self.jobs, &self.runtime, id, cb);
+        Ok(())
+    }
+
+    /// Kills every running job of this manager (SIGTERM, grace, SIGKILL), as the server does on
+    /// shutdown, and resolves once they are gone and their `onExit` callbacks ran. Afterwards
+    /// `execute` throws `MANAGER_CLOSED`; reads of the finished jobs keep working. Idempotent.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        self.closed.store(true, Ordering::SeqCst);
+        let jobs = self.jobs.clone();
+        let streams = self.streams.clone();
+        env.spawn_future(async move {
+            jobs.shutdown().await;
+            // Bounded: a callback that never returns must not hang close().
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), streams.idle()).await;
+            Ok(())
+        })
+    }
+}
+
+fn napi_err(e: napi::Error) -> JsErr {
+    err(Code::InvalidArgument, e.reason.clone())
+}
