@@ -69,6 +69,26 @@ export function runSync (cmd, args, opts = {}) {
   return r
 }
 
+/**
+ * Run to completion without blocking the event loop (needed whenever the command talks to a
+ * server living in this process, such as the test registry). Killed at the deadline.
+ */
+export function runAsync (cmd, args, opts = {}, ms = 180_000) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => { stdout += d })
+    child.stderr.on('data', (d) => { stderr += d })
+    const timer = setTimeout(() => child.kill('SIGKILL'), ms)
+    child.on('error', (e) => { clearTimeout(timer); reject(e) })
+    child.on('close', (status, signal) => {
+      clearTimeout(timer)
+      resolve({ status, signal, stdout, stderr: signal === 'SIGKILL' ? `killed after ${ms} ms\n${stderr}` : stderr })
+    })
+  })
+}
+
 /** Minimal MCP client over a child's stdio (newline-delimited JSON-RPC). */
 export class McpClient {
   constructor (child) {
