@@ -7,8 +7,8 @@
 //   node scripts/build-packages.mjs --main-only         only copy the binding loader into npm/ptyjobs
 //
 // Per package npm/<triple>/: the server binary (`cargo build --release --bin ptyjobs`, static
-// musl on Linux, mode 0755) and the addon crates/node/ptyjobs.<triple>.node (`napi build
-// --platform --release`). Targets the host cannot build natively go through cargo-zigbuild
+// musl on Linux, mode 0755) and the addon crates/node/ptyjobs.<triple>.node (`npm run
+// build:node`, i.e. napi build --platform --release, with --target for a foreign target). Targets the host cannot build natively go through cargo-zigbuild
 // (zig from the PyPI package ziglang) when it is installed, and are skipped with a reason when
 // not. --host-only reuses the host addon when the root `npm run build` has just built it.
 // Respects CARGO_TARGET_DIR (the target dir comes from `cargo metadata`).
@@ -100,12 +100,6 @@ function buildServer (target) {
   return exe
 }
 
-function napiArgs () {
-  // The binding's own @napi-rs/cli from the root devDependencies (npm ci installs it).
-  const local = join(ROOT, 'node_modules', '.bin', process.platform === 'win32' ? 'napi.cmd' : 'napi')
-  return existsSync(local) ? [local, []] : ['npx', ['--no-install', 'napi']]
-}
-
 function buildAddon (triple, { reuse }) {
   const t = platform.TARGETS[triple]
   const file = join(NODE_CRATE, `ptyjobs.${triple}.node`)
@@ -118,12 +112,14 @@ function buildAddon (triple, { reuse }) {
     return file
   }
   rustTargetInstalled(t.addon)
-  const [cmd, pre] = napiArgs()
-  const args = [...pre, 'build', '--platform', '--release']
-  // The host's own target is built without --target, into the same target/release the root build uses.
-  if (triple !== host.triple) args.push('--target', t.addon)
-  if (!nativeFor(t.addon) || (t.addon.endsWith('-musl') && process.platform === 'linux')) args.push('--cross-compile')
-  run(cmd, args, { cwd: NODE_CRATE })
+  // The binding's own build command (root package.json `build:node`, napi build --platform
+  // --release ... --output-dir crates/node), so its flags live in one place. The host's own
+  // target is built without --target, into the target/release the root build uses.
+  const extra = []
+  if (triple !== host.triple) extra.push('--target', t.addon)
+  // A musl cdylib and every foreign target go through cargo-zigbuild.
+  if (!nativeFor(t.addon) || (t.addon.endsWith('-musl') && process.platform === 'linux')) extra.push('--cross-compile')
+  run(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', '--silent', 'build:node', ...(extra.length ? ['--', ...extra] : [])], { cwd: ROOT })
   if (!existsSync(file)) throw new Error(`napi build finished but ${file} is missing`)
   return file
 }
