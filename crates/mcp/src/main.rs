@@ -3,6 +3,7 @@
 //! stdout carries JSON-RPC and nothing else; logs go to stderr (`RUST_LOG`). On stdin EOF,
 //! SIGTERM or SIGINT every job is killed (TERM, grace, KILL) before the process exits.
 
+mod budget;
 mod error;
 mod params;
 mod server;

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::budget::{self, OUTPUT_BUDGET};
 use ptyjobs_engine::{Interaction, JobInfo, JobStatus, KillOutcome, OutputSlice};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -169,8 +171,8 @@ pub struct OutputParams {
     /// call's `next_offset` to read only new lines. Default: the oldest line still held.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// Most lines to return, at least 1. Default 1000; page with `next_offset`, or use
-    /// tail_job_output for the end.
+    /// Most lines to return, at least 1. Default 1000. An answer also stops at about 64 KiB
+    /// of text; page with `next_offset`, or use tail_job_output for the end.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub limit: Option<i64>,
@@ -192,7 +194,8 @@ pub struct OutputResult {
     pub total_lines: u64,
     /// Oldest lines no longer held (the per-job memory cap evicts them).
     pub dropped_lines: u64,
-    /// True when lines of the requested range were evicted or `limit` cut it short.
+    /// True when lines of the requested range were evicted, or `limit` or the 64 KiB
+    /// per-answer size budget cut it short: continue from `next_offset`.
     pub truncated: bool,
     /// The job's status at the time of the read.
     pub status: Status,
@@ -200,6 +203,18 @@ pub struct OutputResult {
 
 impl From<OutputSlice> for OutputResult {
     fn from(s: OutputSlice) -> Self {
+        if let Some((kept, lines)) = budget::head(&s.output, OUTPUT_BUDGET) {
+            return Self {
+                output: kept.to_owned(),
+                line_count: lines,
+                next_offset: s.first_line + lines,
+                truncated: true,
+                ..Self::from(OutputSlice {
+                    output: String::new(),
+                    ..s
+                })
+            };
+        }
         Self {
             output: s.output,
             first_line: s.first_line,
@@ -238,16 +253,24 @@ pub struct TailResult {
     pub first_line: u64,
     /// Pass as get_job_output's `offset` to read what comes after.
     pub next_offset: u64,
+    /// True when fewer lines than asked are returned because of the 64 KiB per-answer size
+    /// budget (read earlier lines with get_job_output).
+    pub truncated: bool,
 }
 
 impl From<OutputSlice> for TailResult {
     fn from(s: OutputSlice) -> Self {
+        let (output, first_line, truncated) = match budget::tail(&s.output, OUTPUT_BUDGET) {
+            Some((kept, cut)) => (kept.to_owned(), s.first_line + cut, true),
+            None => (s.output, s.first_line, false),
+        };
         Self {
-            output: s.output,
+            output,
             total_lines: s.total_lines,
             status: s.status.into(),
-            first_line: s.first_line,
+            first_line,
             next_offset: s.next_offset,
+            truncated,
         }
     }
 }
@@ -284,16 +307,24 @@ pub struct InteractResult {
     pub first_line: u64,
     /// Pass as get_job_output's `offset` to read what comes after.
     pub next_offset: u64,
+    /// True when the response was longer than the 64 KiB per-answer size budget and only its
+    /// last lines are returned (read the rest with get_job_output from `first_line` back).
+    pub truncated: bool,
 }
 
 impl From<Interaction> for InteractResult {
     fn from(i: Interaction) -> Self {
+        let (output, first_line, truncated) = match budget::tail(&i.output, OUTPUT_BUDGET) {
+            Some((kept, cut)) => (kept.to_owned(), i.first_line + cut, true),
+            None => (i.output, i.first_line, false),
+        };
         Self {
-            output: i.output,
+            output,
             bytes_written: i.bytes_written,
             status: i.status.into(),
-            first_line: i.first_line,
+            first_line,
             next_offset: i.next_offset,
+            truncated,
         }
     }
 }

@@ -1,0 +1,8 @@
+//! End-to-end tests: the built `ptyjobs` binary driven by rmcp's own client over stdio.
+
+mod bad_input;
+mod lifecycle;
+mod processes;
+mod terminal;
+mod tools;
+mod util;

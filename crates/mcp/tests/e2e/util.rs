@@ -1,0 +1,296 @@
+//! The harness: start the real `ptyjobs` binary, talk to it with rmcp's own client, poll with a
+//! deadline, and make sure nothing a test started outlives it.
+
+use std::future::Future;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::{Value, json};
+
+/// Path of the binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_ptyjobs");
+
+/// Generous deadline for anything that should take well under a second.
+pub const DEADLINE: Duration = Duration::from_secs(10);
+
+/// Polls `check` every 20 ms until it yields `Some`, or panics naming `what` after `deadline`.
+/// The one way tests wait for something: never a fixed sleep.
+pub async fn wait_until<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let end = Instant::now() + deadline;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            Instant::now() < end,
+            "timed out after {deadline:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A running server and a connected client. Dropping it SIGKILLs the server and every job
+/// session the test learned about, so a failing test leaves nothing behind.
+pub struct Server {
+    client: Option<RunningService<RoleClient, ()>>,
+    pub pid: u32,
+    jobs: Mutex<Vec<u32>>,
+}
+
+impl Server {
+    /// Starts `ptyjobs` with `args` and completes the MCP handshake.
+    pub async fn start(args: &[&str]) -> Self {
+        let mut cmd = tokio::process::Command::new(BIN);
+        cmd.args(args);
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(if std::env::var_os("PTYJOBS_TEST_STDERR").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .spawn()
+            .expect("spawn ptyjobs");
+        let pid = transport.id().expect("server pid");
+        // Register the pid before the handshake so a failed handshake still cleans up.
+        let guard = KillOnDrop(pid);
+        let client = ().serve(transport).await.expect("MCP handshake with ptyjobs");
+        std::mem::forget(guard);
+        Self {
+            client: Some(client),
+            pid,
+            jobs: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The connected client.
+    pub fn client(&self) -> &RunningService<RoleClient, ()> {
+        self.client.as_ref().expect("client still connected")
+    }
+
+    /// Closes the client the way MCP clients do (stdin EOF, then a wait for the exit, then
+    /// SIGTERM after 3 s) and returns how long the server took to go.
+    pub async fn close(&mut self) -> Duration {
+        let client = self.client.take().expect("client still connected");
+        let t = Instant::now();
+        let _ = client.cancel().await;
+        t.elapsed()
+    }
+
+    /// Calls `tool` with `args`; a protocol-level error is returned as `Err`.
+    pub async fn call_raw(&self, tool: &str, args: Value) -> Result<CallToolResult, ServiceError> {
+        let Value::Object(map) = args else {
+            panic!("tool arguments must be an object")
+        };
+        self.client()
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))
+            .await
+    }
+
+    /// Calls `tool` and returns its structured result, asserting that the call succeeded and
+    /// that the text content carries the same JSON.
+    pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        let r = self
+            .call_raw(tool, args.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{tool}({args}) failed with a protocol error: {e}"));
+        assert_ne!(
+            r.is_error,
+            Some(true),
+            "{tool}({args}) returned an error: {}",
+            text(&r)
+        );
+        let structured = r.structured_content.clone().expect("structured content");
+        let from_text: Value = serde_json::from_str(&text(&r)).expect("text content is JSON");
+        assert_eq!(from_text, structured, "text and structured content differ");
+        structured
+    }
+
+    /// Calls `tool`, asserts an `isError` result, and returns its message.
+    pub async fn tool_error(&self, tool: &str, args: Value) -> String {
+        let r = self.call_raw(tool, args.clone()).await.unwrap_or_else(|e| {
+            panic!("{tool}({args}) failed with a protocol error instead of isError: {e}")
+        });
+        assert_eq!(
+            r.is_error,
+            Some(true),
+            "{tool}({args}) should fail, got {r:?}"
+        );
+        text(&r)
+    }
+
+    /// Calls `tool` and asserts it was refused, either as invalid params or as an `isError`
+    /// result; returns the message.
+    pub async fn refused(&self, tool: &str, args: Value) -> String {
+        match self.call_raw(tool, args.clone()).await {
+            Ok(r) => {
+                assert_eq!(
+                    r.is_error,
+                    Some(true),
+                    "{tool}({args}) should be refused: {r:?}"
+                );
+                text(&r)
+            }
+            Err(ServiceError::McpError(e)) => {
+                assert_eq!(e.code.0, -32602, "{tool}({args}): {e:?}");
+                e.message.to_string()
+            }
+            Err(e) => panic!("{tool}({args}): unexpected failure {e}"),
+        }
+    }
+
+    /// Starts `command` and returns `(job_id, pid)`; the job is killed when the test ends.
+    pub async fn exec(&self, command: &str) -> (String, u32) {
+        self.exec_with(json!({ "command": command })).await
+    }
+
+    /// Like [`Server::exec`] with every argument given.
+    pub async fn exec_with(&self, args: Value) -> (String, u32) {
+        let r = self.ok("execute_command", args).await;
+        let pid = r["pid"].as_u64().expect("pid") as u32;
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(pid);
+        (r["job_id"].as_str().expect("job_id").to_owned(), pid)
+    }
+
+    /// The job's status record.
+    pub async fn status(&self, id: &str) -> Value {
+        self.ok("get_job_status", json!({ "job_id": id })).await
+    }
+
+    /// Waits until the job is final and returns its status record.
+    pub async fn wait_done(&self, id: &str) -> Value {
+        wait_until(&format!("job {id} to end"), DEADLINE, || async {
+            let s = self.status(id).await;
+            (s["status"] != "running").then_some(s)
+        })
+        .await
+    }
+
+    /// The job's whole transcript.
+    pub async fn output(&self, id: &str) -> String {
+        let r = self.ok("get_job_output", json!({ "job_id": id })).await;
+        r["output"].as_str().expect("output").to_owned()
+    }
+
+    /// Waits until the tail of the job's output contains `needle`; returns the tail.
+    pub async fn wait_output(&self, id: &str, needle: &str) -> String {
+        wait_until(
+            &format!("{needle:?} in the output of {id}"),
+            DEADLINE,
+            || async {
+                let r = self
+                    .ok("tail_job_output", json!({ "job_id": id, "lines": 1000 }))
+                    .await;
+                let out = r["output"].as_str().expect("output").to_owned();
+                out.contains(needle).then_some(out)
+            },
+        )
+        .await
+    }
+
+    /// Asserts the server still answers.
+    pub async fn assert_serving(&self) {
+        self.ok("list_jobs", json!({})).await;
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        kill(self.pid, libc::SIGKILL);
+        for &sid in self.jobs.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            kill_session(sid);
+        }
+    }
+}
+
+/// SIGKILLs a pid when dropped (used until the server is fully set up).
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        kill(self.0, libc::SIGKILL);
+    }
+}
+
+fn kill(pid: u32, sig: i32) {
+    // SAFETY: kill(2) takes plain integers.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// SIGKILLs every live process in session `sid` (a job's processes).
+pub fn kill_session(sid: u32) {
+    for pid in session_processes(sid) {
+        kill(pid, libc::SIGKILL);
+    }
+}
+
+/// Sends `sig` to `pid`.
+pub fn signal(pid: u32, sig: i32) {
+    kill(pid, sig);
+}
+
+/// `(state, session id)` of a process, from `/proc/<pid>/stat`.
+fn stat(pid: u32) -> Option<(char, u32)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: count fields after the last ')'.
+    let mut f = s[s.rfind(')')? + 1..].split_ascii_whitespace();
+    let state = f.next()?.chars().next()?;
+    let (_ppid, _pgrp) = (f.next()?, f.next()?);
+    Some((state, f.next()?.parse().ok()?))
+}
+
+/// Live (non-zombie) processes whose session id is `sid`: a job's processes, since each job's
+/// shell leads its own session.
+pub fn session_processes(sid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| matches!(stat(pid), Some((st, s)) if s == sid && st != 'Z' && st != 'X'))
+        .collect()
+}
+
+/// Whether `pid` is alive (exists and is not a zombie).
+pub fn alive(pid: u32) -> bool {
+    matches!(stat(pid), Some((st, _)) if st != 'Z' && st != 'X')
+}
+
+/// Waits until no process of the job led by `sid` remains.
+pub async fn wait_no_processes(sid: u32, deadline: Duration) {
+    wait_until(
+        &format!("no process left in session {sid}"),
+        deadline,
+        || async { session_processes(sid).is_empty().then_some(()) },
+    )
+    .await;
+}
+
+/// Resident set size of `pid` in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// The text content of a result.
+pub fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("")
+}
