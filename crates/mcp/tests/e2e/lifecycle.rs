@@ -156,3 +156,38 @@ async fn stdout_carries_only_json_rpc() {
     assert!(lines_seen.load(Ordering::SeqCst) >= 3);
     assert_eq!(bad.load(Ordering::SeqCst), 0, "non-JSON lines on stdout");
 }
+
+#[test]
+fn version_help_and_bad_flags() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    let v = run(&["--version"]);
+    assert!(v.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&v.stdout),
+        format!("ptyjobs {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let h = run(&["--help"]);
+    let help = String::from_utf8_lossy(&h.stdout);
+    for flag in [
+        "--max-jobs",
+        "--max-finished",
+        "--transcript-bytes",
+        "--kill-grace-ms",
+        "--cols",
+        "--rows",
+        "--shell",
+        "PTYJOBS_MAX_JOBS",
+        "PTYJOBS_SHELL",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+    let bad = run(&["--cols", "0"]);
+    assert!(!bad.status.success());
+    assert!(bad.stdout.is_empty(), "errors go to stderr");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--cols"));
+}
