@@ -5,6 +5,7 @@
 //   node scripts/build-packages.mjs                     every package this machine can build
 //   node scripts/build-packages.mjs --targets linux-x64-gnu,linux-x64-musl
 //   node scripts/build-packages.mjs --main-only         only copy the binding loader into npm/ptyjobs
+//   node scripts/build-packages.mjs --verify            check every package is complete (before publishing)
 //
 // Per package npm/<triple>/: the server binary (`cargo build --release --bin ptyjobs`, static
 // musl on Linux, mode 0755) and the addon crates/node/ptyjobs.<triple>.node (`npm run
@@ -171,6 +172,25 @@ function fillMain () {
   return copied
 }
 
+/** Before publishing: every published package has its files, binaries executable. */
+function verify () {
+  const problems = []
+  for (const triple of publishedTriples()) {
+    const t = platform.TARGETS[triple]
+    const bin = join(NPM_DIR, triple, platform.binaryName(t.os))
+    const addon = join(NPM_DIR, triple, `ptyjobs.${triple}.node`)
+    if (!existsSync(bin)) problems.push(`${bin} is missing`)
+    else if (t.os !== 'win32' && !(statSync(bin).mode & 0o111)) problems.push(`${bin} is not executable (chmod +x)`)
+    if (!existsSync(addon)) problems.push(`${addon} is missing`)
+  }
+  for (const f of ['index.js', 'index.d.ts']) if (!existsSync(join(NPM_DIR, 'ptyjobs', f))) problems.push(`npm/ptyjobs/${f} is missing`)
+  const stale = stamp({ check: true })
+  if (stale.length) problems.push(`package.json out of date: ${stale.join(', ')}`)
+  for (const p of problems) log(`NOT READY: ${p}`)
+  if (problems.length) throw new Error(`${problems.length} problem(s); nothing may be published`)
+  log(`every package is complete: ${publishedTriples().join(', ')}, ptyjobs`)
+}
+
 function size (file) {
   const kib = statSync(file).size / 1024
   return kib > 1024 ? `${(kib / 1024).toFixed(1)} MiB` : `${kib.toFixed(0)} KiB`
@@ -180,6 +200,7 @@ function main () {
   const args = process.argv.slice(2)
   const opt = (name) => { const i = args.indexOf(name); return i === -1 ? null : args[i + 1] }
   const hostOnly = args.includes('--host-only')
+  if (args.includes('--verify')) return verify()
   const version = workspaceVersion()
   stamp({ version })
   fillMain()

@@ -6,6 +6,7 @@
 //   node scripts/version.mjs            stamp (rewrite the files that differ)
 //   node scripts/version.mjs --check    exit 1 if any file is out of date (CI, tests)
 //   node scripts/version.mjs --tag v1.2.3 --check   also require the git tag to match
+//   node scripts/version.mjs --list     print the published platform dirs (npm/<triple>), one a line
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -83,6 +84,10 @@ export function stamp ({ check = false, version = workspaceVersion() } = {}) {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const args = process.argv.slice(2)
+  if (args.includes('--list')) {
+    process.stdout.write(publishedTriples().join('\n') + '\n')
+    process.exit(0)
+  }
   const check = args.includes('--check')
   const tagAt = args.indexOf('--tag')
   const version = workspaceVersion()
