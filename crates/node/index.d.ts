@@ -58,9 +58,9 @@ export declare class JobManager {
    */
   tail(jobId: string, lines?: number | undefined | null): Output
   /**
-   * Writes `data` to the job's terminal as typed (no newline is added: end a line with a carriage
-   * return or a line feed to press Enter). Returns the number of bytes the terminal accepted, which is less than
-   * the data only when the terminal's input buffer is full.
+   * Writes `data` to the job's terminal as typed (no newline is added: end a line with a
+   * carriage return or a line feed to press Enter). Returns the number of bytes the terminal
+   * accepted, which is less than the data only when the terminal's input buffer is full.
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`.
    */
@@ -89,11 +89,12 @@ export declare class JobManager {
   wait(jobId: string, options?: WaitOptions | undefined | null): Promise<JobInfo>
   /**
    * Calls `callback` with the job's clean text as it becomes final: each line once, followed
-   * by a line feed, after it scrolled off the terminal's screen; when the job ends, the lines still on
-   * screen, without a trailing newline. All chunks joined equal `output(jobId).output` read
-   * after the end (unless `transcriptBytes` evicted lines first). A late listener starts from
-   * the first line held. Like a child process's listeners, it keeps the process alive while
-   * the job runs, never after the job ended or the manager was closed.
+   * by a line feed, after it scrolled off the terminal's screen; when the job ends, the lines
+   * still on screen, without a trailing newline. All chunks joined equal
+   * `output(jobId).output` read after the end (unless `transcriptBytes` evicted lines first).
+   * A late listener starts from the first line held. Like a child process's listeners, it
+   * keeps the process alive while the job runs, never after the job ended or the manager was
+   * closed.
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
    */

@@ -56,7 +56,7 @@ impl JobManager {
     /// A manager with the given limits and defaults.
     ///
     /// @throws `INVALID_ARGUMENT` for an option out of range.
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(options: Option<ManagerOptions>) -> Result<Self> {
         let o = options.unwrap_or_default();
         let mut config = EngineConfig::default();
@@ -99,7 +99,7 @@ impl JobManager {
     ///
     /// @throws `INVALID_ARGUMENT` (empty command, bad cwd, size or env), `LIMIT_REACHED`,
     /// `SPAWN_FAILED`, `MANAGER_CLOSED`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn execute(&self, command: String, options: Option<ExecuteOptions>) -> Result<JobInfo> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(err(
@@ -128,7 +128,7 @@ impl JobManager {
     /// A snapshot of one job.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn status(&self, job_id: String) -> Result<JobInfo> {
         self.jobs
             .status(parse_id(&job_id)?)
@@ -137,7 +137,7 @@ impl JobManager {
     }
 
     /// Every known job, newest first (finished jobs too, up to the engine's cap).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn list(&self) -> Vec<JobInfo> {
         self.jobs.list().into_iter().map(JobInfo::from).collect()
     }
@@ -146,7 +146,7 @@ impl JobManager {
     /// absolute and stable: pass the returned `nextOffset` as `offset` to read only new lines.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn output(&self, job_id: String, options: Option<OutputOptions>) -> Result<Output> {
         let id = parse_id(&job_id)?;
         let o = options.unwrap_or_default();
@@ -170,7 +170,7 @@ impl JobManager {
     /// screen included: what a person would see at the bottom of the terminal.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn tail(&self, job_id: String, lines: Option<f64>) -> Result<Output> {
         let id = parse_id(&job_id)?;
         let n = match lines {
@@ -180,12 +180,12 @@ impl JobManager {
         self.jobs.tail(id, n).map(Output::from).map_err(from_engine)
     }
 
-    /// Writes `data` to the job's terminal as typed (no newline is added: end a line with a carriage
-    /// return or a line feed to press Enter). Returns the number of bytes the terminal accepted, which is less than
-    /// the data only when the terminal's input buffer is full.
+    /// Writes `data` to the job's terminal as typed (no newline is added: end a line with a
+    /// carriage return or a line feed to press Enter). Returns the number of bytes the terminal
+    /// accepted, which is less than the data only when the terminal's input buffer is full.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`.
-    #[napi(ts_args_type = "jobId: string, data: string | Buffer")]
+    #[napi(catch_unwind, ts_args_type = "jobId: string, data: string | Buffer")]
     pub fn write(&self, job_id: String, data: Either<String, Buffer>) -> Result<u32> {
         let id = parse_id(&job_id)?;
         let bytes: &[u8] = match &data {
@@ -200,7 +200,7 @@ impl JobManager {
     /// nothing, when the job has already ended.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (size outside 1..=1000).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn resize(&self, job_id: String, cols: f64, rows: f64) -> Result<bool> {
         let id = parse_id(&job_id)?;
         let (cols, rows) = (dimension("cols", cols)?, dimension("rows", rows)?);
@@ -212,7 +212,7 @@ impl JobManager {
     ///
     /// Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
     /// with `INVALID_JOB_ID` or `INVALID_ARGUMENT` (unknown signal, bad grace).
-    #[napi(ts_return_type = "Promise<KillResult>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<KillResult>")]
     pub fn kill<'env>(
         &self,
         env: &'env Env,
@@ -241,7 +241,7 @@ impl JobManager {
     /// its still-running info once `timeoutMs` passed.
     ///
     /// Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
-    #[napi(ts_return_type = "Promise<JobInfo>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<JobInfo>")]
     pub fn wait<'env>(
         &self,
         env: &'env Env,
@@ -272,14 +272,18 @@ impl JobManager {
     }
 
     /// Calls `callback` with the job's clean text as it becomes final: each line once, followed
-    /// by a line feed, after it scrolled off the terminal's screen; when the job ends, the lines still on
-    /// screen, without a trailing newline. All chunks joined equal `output(jobId).output` read
-    /// after the end (unless `transcriptBytes` evicted lines first). A late listener starts from
-    /// the first line held. Like a child process's listeners, it keeps the process alive while
-    /// the job runs, never after the job ended or the manager was closed.
+    /// by a line feed, after it scrolled off the terminal's screen; when the job ends, the lines
+    /// still on screen, without a trailing newline. All chunks joined equal
+    /// `output(jobId).output` read after the end (unless `transcriptBytes` evicted lines first).
+    /// A late listener starts from the first line held. Like a child process's listeners, it
+    /// keeps the process alive while the job runs, never after the job ended or the manager was
+    /// closed.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
-    #[napi(ts_args_type = "jobId: string, callback: (data: string) => void")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "jobId: string, callback: (data: string) => void"
+    )]
     pub fn on_data(
         &self,
         job_id: String,
@@ -302,7 +306,10 @@ impl JobManager {
     /// the job runs, never after the job ended or the manager was closed.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
-    #[napi(ts_args_type = "jobId: string, callback: (info: JobInfo) => void")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "jobId: string, callback: (info: JobInfo) => void"
+    )]
     pub fn on_exit(
         &self,
         job_id: String,
@@ -322,7 +329,7 @@ impl JobManager {
     /// Kills every running job of this manager (SIGTERM, grace, SIGKILL), as the server does on
     /// shutdown, and resolves once they are gone and their `onExit` callbacks ran. Afterwards
     /// `execute` throws `MANAGER_CLOSED`; reads of the finished jobs keep working. Idempotent.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         self.closed.store(true, Ordering::SeqCst);
         let jobs = self.jobs.clone();

@@ -234,10 +234,10 @@ async fn watch_job(jobs: JobManager, id: JobId, stream: Arc<Stream>, streams: Ar
         if finished {
             let exits = std::mem::take(&mut lock(&stream.listeners).exit);
             for d in &data {
-                if let Ok(rest) = jobs.output(id, d.next, None) {
-                    if !rest.output.is_empty() {
-                        deliver(&d.callback, rest.output).await;
-                    }
+                if let Ok(rest) = jobs.output(id, d.next, None)
+                    && !rest.output.is_empty()
+                {
+                    deliver(&d.callback, rest.output).await;
                 }
             }
             drop(data);
