@@ -114,6 +114,13 @@ test('require(\'ptyjobs\') in a fresh project installed from the registry loads 
   assertInstalled(join(project, 'node_modules'))
   const lock = JSON.parse(readFileSync(join(project, 'package-lock.json'), 'utf8'))
   assert.equal(lock.packages['node_modules/ptyjobs'].optionalDependencies[HOST_PACKAGE], VERSION)
+  // The lockfile records every platform package (from their packuments), so `npm ci` from it
+  // on another platform still finds that platform's package.
+  for (const [triple, t] of Object.entries(platform.TARGETS)) {
+    if (!t.supported) continue
+    const entry = lock.packages[`node_modules/${platform.packageName(triple)}`]
+    assert.ok(entry && entry.optional && entry.version === VERSION, `lockfile entry for ${triple}: ${JSON.stringify(entry)}`)
+  }
 
   const script = `
     const { JobManager } = require('ptyjobs')
