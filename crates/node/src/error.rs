@@ -91,3 +91,29 @@ pub fn into_napi(env: &Env, e: JsErr) -> napi::Error {
         _ => napi::Error::from_reason(reason),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_errors_keep_their_message_and_get_a_stable_code() {
+        let e = from_engine(EngineError::InvalidJobId("x".into()));
+        assert_eq!(e.status.as_ref(), "INVALID_JOB_ID");
+        assert!(e.reason.contains("invalid job id"));
+        assert_eq!(
+            from_engine(EngineError::Spawn("no".into())).status.as_ref(),
+            "SPAWN_FAILED"
+        );
+        assert_eq!(
+            from_engine(EngineError::LimitReached("n".into()))
+                .status
+                .as_ref(),
+            "LIMIT_REACHED"
+        );
+        assert_eq!(
+            from_engine(EngineError::InvalidArgument("a".into())).status,
+            Code::InvalidArgument
+        );
+    }
+}
