@@ -14,7 +14,7 @@
 // not. --host-only reuses the host addon when the root `npm run build` has just built it.
 // Respects CARGO_TARGET_DIR (the target dir comes from `cargo metadata`).
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync } from 'node:fs'
+import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { ROOT, NPM_DIR, platform, stamp, workspaceVersion, publishedTriples } from './version.mjs'
 
@@ -116,6 +116,7 @@ function buildAddon (triple, { reuse }) {
   // The binding's own build command (root package.json `build:node`, napi build --platform
   // --release ... --output-dir crates/node), so its flags live in one place. The host's own
   // target is built without --target, into the target/release the root build uses.
+  rmSync(file, { force: true }) // so a stale addon can never pass for a fresh one
   const extra = []
   if (triple !== host.triple) extra.push('--target', t.addon)
   // A musl cdylib and every foreign target go through cargo-zigbuild.
