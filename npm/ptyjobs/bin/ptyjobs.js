@@ -20,15 +20,17 @@ try {
   fail(err.message)
 }
 
-const child = spawn(found.binary, process.argv.slice(2), { stdio: 'inherit', windowsHide: true })
-
+// Handlers first, so no signal can slip in between the spawn and their installation.
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
+let child = null
 function forward (signal) {
-  if (child.exitCode === null && child.signalCode === null) {
+  if (child && child.exitCode === null && child.signalCode === null) {
     try { child.kill(signal) } catch (_) {}
   }
 }
 for (const signal of FORWARDED) process.on(signal, forward)
+
+child = spawn(found.binary, process.argv.slice(2), { stdio: 'inherit', windowsHide: true })
 
 child.on('error', (err) => {
   const hint = err.code === 'EACCES' ? ` (is it executable? chmod +x "${found.binary}")` : ''
