@@ -1,60 +1,46 @@
-//! A byte budget for the text one tool call returns.
+//! The byte budget for the text one tool call returns.
 //!
 //! The engine bounds what it *holds* per job (a few MiB); this bounds what one answer *sends*,
 //! because the answer lands in a model's context window (clients cut tool results at roughly
-//! 25k tokens) and is sent twice (structured and as text). Cuts fall on line boundaries and
-//! always keep at least one whole line, so line numbers stay exact and paging with
-//! `next_offset` never skips text; a single line is itself bounded by the engine's
-//! `max_line_bytes`.
+//! 25k tokens) and is sent twice (structured and as text). One mechanism for every read: the
+//! engine's [`OutputSlice::fit`], which keeps the head and the tail of the text and puts a
+//! marker line in the middle saying how much was left out. The range a slice covers does not
+//! change, so `next_offset` still means "after everything this read covered".
 
-/// Most bytes of text one answer carries (plus at most one over-long line).
+use ptyjobs_engine::OutputSlice;
+
+/// Most bytes of text one answer carries, and the upper bound of every `max_bytes`.
 pub const OUTPUT_BUDGET: usize = 64 * 1024;
+/// Smallest `max_bytes` accepted: room for the omission marker and some text around it.
+pub const MIN_MAX_BYTES: usize = 256;
+/// Bytes of tail a wait_for_job answer carries.
+pub const WAIT_TAIL_BYTES: usize = 4 * 1024;
 
-/// The leading lines of `text` that fit `budget` (at least one), and how many lines that is;
-/// `None` when all of `text` fits.
-pub fn head(text: &str, budget: usize) -> Option<(&str, u64)> {
-    if text.len() <= budget {
-        return None;
-    }
-    let mut end = 0;
-    let mut kept = 0u64;
-    for line in text.split('\n') {
-        let next = if kept == 0 {
-            line.len()
-        } else {
-            end + 1 + line.len()
-        };
-        if kept > 0 && next > budget {
-            break;
-        }
-        end = next;
-        kept += 1;
-    }
-    Some((&text[..end], kept))
+/// The budget a read asked for: `max_bytes` clamped to [`MIN_MAX_BYTES`]..=[`OUTPUT_BUDGET`].
+pub fn requested(max_bytes: Option<u64>) -> usize {
+    max_bytes.map_or(OUTPUT_BUDGET, |m| {
+        usize::try_from(m)
+            .unwrap_or(usize::MAX)
+            .clamp(MIN_MAX_BYTES, OUTPUT_BUDGET)
+    })
 }
 
-/// The trailing lines of `text` that fit `budget` (at least one), and how many lines were
-/// cut from the front; `None` when all of `text` fits.
-pub fn tail(text: &str, budget: usize) -> Option<(&str, u64)> {
-    if text.len() <= budget {
+/// Fits `slice` into `max_bytes` and returns the absolute number of the first line left out
+/// (`None` when nothing was). The engine's marker does not carry that number, so it is found
+/// here as the first line of the fitted text that differs from the original.
+pub fn fit(slice: &mut OutputSlice, max_bytes: usize) -> Option<u64> {
+    if slice.output.len() <= max_bytes {
         return None;
     }
-    let mut start = text.len();
-    let mut kept = 0u64;
-    for line in text.rsplit('\n') {
-        let next = if kept == 0 {
-            start - line.len()
-        } else {
-            start - 1 - line.len()
-        };
-        if kept > 0 && text.len() - next > budget {
-            break;
-        }
-        start = next;
-        kept += 1;
-    }
-    let total = text.split('\n').count() as u64;
-    Some((&text[start..], total - kept))
+    let before = std::mem::take(&mut slice.output);
+    slice.output.clone_from(&before);
+    slice.fit(max_bytes);
+    let kept_head = before
+        .split('\n')
+        .zip(slice.output.split('\n'))
+        .take_while(|(a, b)| a == b)
+        .count() as u64;
+    Some(slice.first_line + kept_head)
 }
 
 #[cfg(test)]
@@ -62,29 +48,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn text_within_the_budget_is_untouched() {
-        assert_eq!(head("a\nb", 3), None);
-        assert_eq!(tail("a\nb", 3), None);
-    }
-
-    #[test]
-    fn head_keeps_whole_leading_lines() {
-        assert_eq!(head("aa\nbb\ncc", 5), Some(("aa\nbb", 2)));
-        assert_eq!(
-            head("aaaa\nb", 2),
-            Some(("aaaa", 1)),
-            "one line is always kept"
-        );
-    }
-
-    #[test]
-    fn tail_keeps_whole_trailing_lines() {
-        assert_eq!(tail("aa\nbb\ncc", 5), Some(("bb\ncc", 1)));
-        assert_eq!(
-            tail("a\nbbbb", 2),
-            Some(("bbbb", 1)),
-            "one line is always kept"
-        );
-        assert_eq!(tail("a\n\n\nb", 3), Some(("\n\nb", 1)));
+    fn budgets_are_clamped() {
+        assert_eq!(requested(None), OUTPUT_BUDGET);
+        assert_eq!(requested(Some(1)), MIN_MAX_BYTES);
+        assert_eq!(requested(Some(u64::MAX)), OUTPUT_BUDGET);
+        assert_eq!(requested(Some(1000)), 1000);
     }
 }

@@ -6,7 +6,9 @@
 mod budget;
 mod error;
 mod params;
+mod resources;
 mod server;
+mod tools;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -52,6 +54,12 @@ struct Cli {
     #[arg(long, env = "PTYJOBS_ROWS", default_value_t = EngineConfig::default().rows,
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     rows: u16,
+    /// Longest server-side wait of one wait_for_job call, in seconds; longer waits are capped
+    /// and say so. Keep it below the client's request timeout (often 60 s).
+    #[arg(long, env = "PTYJOBS_MAX_WAIT_SECS",
+          default_value_t = EngineConfig::default().max_wait.as_secs_f64(),
+          value_parser = parse_secs)]
+    max_wait_secs: f64,
     /// The shell that runs each command as `<shell> -c <command>`.
     #[arg(long, env = "PTYJOBS_SHELL", default_value = "/bin/sh")]
     shell: PathBuf,
@@ -68,8 +76,19 @@ impl Cli {
             transcript_bytes: self.transcript_bytes,
             max_line_bytes: self.max_line_bytes,
             kill_grace: Duration::from_millis(self.kill_grace_ms),
+            max_wait: Duration::from_secs_f64(self.max_wait_secs),
             ..EngineConfig::default()
         }
+    }
+}
+
+/// A positive number of seconds, at most a day.
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "expected a number of seconds between 0 and 86400, got {s:?}"
+        )),
     }
 }
 

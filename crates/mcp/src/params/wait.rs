@@ -1,0 +1,128 @@
+//! wait_for_job.
+
+use ptyjobs_engine::{WaitOutcome, WaitReason};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Accounting, Status};
+use crate::budget::WAIT_TAIL_BYTES;
+
+/// Input of wait_for_job.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WaitParams {
+    /// The job's UUID.
+    pub job_id: String,
+    /// Regular expression matched against each line of clean output, e.g.
+    /// `"Listening on|ready in"`. Only lines printed after this call began count, unless
+    /// `from_start` is true.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// Let `pattern` match lines printed before this call too. Default false.
+    #[serde(default)]
+    pub from_start: Option<bool>,
+    /// Return once the job has printed nothing for this many milliseconds (e.g. a REPL or
+    /// prompt waiting for input).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub idle_ms: Option<u64>,
+    /// Return once a TCP connection to this port on localhost succeeds (a server listens).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: Option<u16>,
+    /// Longest wait in seconds. Default and maximum: the server's cap (50 s); a longer value
+    /// is capped and the result says so.
+    #[serde(default)]
+    pub timeout_secs: Option<f64>,
+}
+
+/// Which condition ended a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The job ended (see status and exit_code).
+    Exited,
+    /// A line matched `pattern` (see matched_line).
+    Matched,
+    /// The job printed nothing for `idle_ms`.
+    Idle,
+    /// The port accepted a connection.
+    PortOpen,
+    /// The timeout passed first.
+    Timeout,
+}
+
+impl From<WaitReason> for Reason {
+    fn from(r: WaitReason) -> Self {
+        match r {
+            WaitReason::Exited => Self::Exited,
+            WaitReason::Matched => Self::Matched,
+            WaitReason::Idle => Self::Idle,
+            WaitReason::PortOpen => Self::PortOpen,
+            WaitReason::Timeout => Self::Timeout,
+        }
+    }
+}
+
+/// Result of wait_for_job.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WaitResult {
+    /// Why the wait ended: exited, matched, idle, port_open or timeout.
+    pub reason: Reason,
+    /// The line that matched `pattern`, for `matched`.
+    pub matched_line: Option<String>,
+    /// Absolute line number of matched_line.
+    pub line_number: Option<u64>,
+    /// True when the wait stopped at the server's cap rather than at `timeout_secs`: call
+    /// wait_for_job again to keep waiting.
+    pub capped: bool,
+    /// What to do next, when the wait timed out.
+    pub message: Option<String>,
+    /// How long the wait took, in ms.
+    pub waited_ms: u64,
+    /// The job's status now.
+    pub status: Status,
+    /// Exit code once the job exited normally, else null.
+    pub exit_code: Option<i32>,
+    /// Signal that ended the job (e.g. `SIGINT`), else null.
+    pub signal: Option<String>,
+    /// The last lines of output (clean text).
+    pub tail: String,
+    /// Lines the job has printed so far.
+    pub total_lines: u64,
+    /// Lines and bytes of `tail`, what was left out, and `next_offset`.
+    #[serde(flatten)]
+    pub read: Accounting,
+}
+
+impl From<WaitOutcome> for WaitResult {
+    fn from(w: WaitOutcome) -> Self {
+        let mut tail = w.tail;
+        let read = Accounting::fit(&mut tail, WAIT_TAIL_BYTES);
+        let total = w.waited_ms / 1000;
+        let message = match w.reason {
+            WaitReason::Timeout if w.capped => Some(format!(
+                "Nothing happened yet; the wait stopped at the server's cap after {total} s. \
+                 Call wait_for_job again to keep waiting."
+            )),
+            WaitReason::Timeout => Some(
+                "None of the conditions was met before timeout_secs; the job is still running."
+                    .to_owned(),
+            ),
+            _ => None,
+        };
+        Self {
+            reason: w.reason.into(),
+            matched_line: w.matched_line,
+            line_number: w.line_number,
+            capped: w.capped,
+            message,
+            waited_ms: w.waited_ms,
+            status: w.info.status.into(),
+            exit_code: w.info.exit_code,
+            signal: w.info.signal,
+            total_lines: tail.total_lines,
+            tail: tail.output,
+            read,
+        }
+    }
+}

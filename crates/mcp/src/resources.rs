@@ -1,0 +1,219 @@
+//! Each job as two MCP resources, `ptyjobs://jobs/{job_id}/output` (the clean transcript) and
+//! `ptyjobs://jobs/{job_id}/screen` (the visible screen), listed while the job is known.
+//!
+//! A subscribed resource gets `notifications/resources/updated` when the job prints (at most
+//! [`MIN_INTERVAL`] apart, changes in between coalesced) and when it ends. The tools stay the
+//! primary interface: many clients ignore resources.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ptyjobs_engine::{JobId, JobManager};
+use rmcp::model::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam,
+};
+use rmcp::{ErrorData, Peer, RoleServer};
+use tokio::task::AbortHandle;
+
+use crate::budget::{self, OUTPUT_BUDGET};
+
+/// Shortest time between two update notifications of one resource (at most 4 a second).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(250);
+
+const PREFIX: &str = "ptyjobs://jobs/";
+/// Lines of an output resource (and at most [`OUTPUT_BUDGET`] bytes of them).
+const OUTPUT_LINES: usize = 1000;
+
+/// Which view of a job a resource shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum View {
+    Output,
+    Screen,
+}
+
+impl View {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Output => "output",
+            Self::Screen => "screen",
+        }
+    }
+}
+
+fn uri(id: JobId, view: View) -> String {
+    format!("{PREFIX}{id}/{}", view.name())
+}
+
+/// Parses one of our resource URIs; anything else is a "resource not found" error.
+fn parse(uri: &str) -> Result<(JobId, View), ErrorData> {
+    let not_found = || {
+        ErrorData::resource_not_found(
+            format!(
+                "no resource {uri:?}: job resources are ptyjobs://jobs/{{job_id}}/output and \
+                 ptyjobs://jobs/{{job_id}}/screen (see resources/list)"
+            ),
+            None,
+        )
+    };
+    let rest = uri.strip_prefix(PREFIX).ok_or_else(not_found)?;
+    let (id, view) = rest.split_once('/').ok_or_else(not_found)?;
+    let view = match view {
+        "output" => View::Output,
+        "screen" => View::Screen,
+        _ => return Err(not_found()),
+    };
+    Ok((id.parse().map_err(|_| not_found())?, view))
+}
+
+/// The resources of every known job, newest job first.
+pub fn list(jobs: &JobManager) -> ListResourcesResult {
+    let resources = jobs
+        .list()
+        .into_iter()
+        .flat_map(|j| {
+            let label = j.name.clone().unwrap_or_else(|| j.command.clone());
+            [View::Output, View::Screen].map(|view| {
+                Resource::new(uri(j.id, view), format!("{label} ({})", view.name()))
+                    .with_description(match view {
+                        View::Output => "The job's latest output as clean text (last 1000 lines, at most 64 KiB).",
+                        View::Screen => "The job's visible terminal screen right now.",
+                    })
+                    .with_mime_type("text/plain")
+            })
+        })
+        .collect();
+    // Jobs come and go: a client must not cache the list.
+    let mut result = ListResourcesResult::with_all_items(resources);
+    result.ttl_ms = Some(0);
+    result
+}
+
+/// The two URI templates.
+pub fn templates() -> ListResourceTemplatesResult {
+    let t = |view: View, what: &str| {
+        ResourceTemplate::new(
+            format!("{PREFIX}{{job_id}}/{}", view.name()),
+            format!("job {}", view.name()),
+        )
+        .with_description(what.to_owned())
+        .with_mime_type("text/plain")
+    };
+    ListResourceTemplatesResult::with_all_items(vec![
+        t(
+            View::Output,
+            "A job's latest output as clean text (last 1000 lines, at most 64 KiB).",
+        ),
+        t(View::Screen, "A job's visible terminal screen right now."),
+    ])
+}
+
+/// Reads a resource as text.
+pub fn read(jobs: &JobManager, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let (id, view) = parse(uri)?;
+    let gone = |e: ptyjobs_engine::Error| ErrorData::resource_not_found(e.to_string(), None);
+    let text = match view {
+        View::Output => {
+            // The end is what matters; tail bounds the work, fit bounds the answer.
+            let mut slice = jobs.tail(id, OUTPUT_LINES).map_err(gone)?;
+            budget::fit(&mut slice, OUTPUT_BUDGET);
+            slice.output
+        }
+        View::Screen => jobs.screen(id).map_err(gone)?.rows.join("\n"),
+    };
+    Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).with_ttl_ms(0))
+}
+
+/// The client's resource subscriptions: one notifier task per subscribed URI.
+#[derive(Default)]
+pub struct Subscriptions {
+    tasks: Mutex<HashMap<String, AbortHandle>>,
+}
+
+impl Subscriptions {
+    /// Starts notifying `peer` of changes to `uri` (replacing an earlier subscription to it).
+    pub fn subscribe(
+        &self,
+        jobs: &JobManager,
+        uri: String,
+        peer: Peer<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (id, _) = parse(&uri)?;
+        let rx = jobs
+            .subscribe(id)
+            .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
+        let task = tokio::spawn(notify(rx, peer, uri.clone())).abort_handle();
+        if let Some(old) = self.lock().insert(uri, task) {
+            old.abort();
+        }
+        Ok(())
+    }
+
+    /// Stops notifying about `uri`.
+    pub fn unsubscribe(&self, uri: &str) {
+        if let Some(task) = self.lock().remove(uri) {
+            task.abort();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, AbortHandle>> {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Subscriptions {
+    fn drop(&mut self) {
+        for task in self.lock().values() {
+            task.abort();
+        }
+    }
+}
+
+/// Sends `resources/updated` for `uri` after each change of the job, at most every
+/// [`MIN_INTERVAL`], until the job has ended, the job is forgotten or the client is gone.
+async fn notify(
+    mut rx: tokio::sync::watch::Receiver<ptyjobs_engine::JobEvent>,
+    peer: Peer<RoleServer>,
+    uri: String,
+) {
+    if rx.borrow().finished {
+        return;
+    }
+    while rx.changed().await.is_ok() {
+        let finished = rx.borrow_and_update().finished;
+        let sent = peer
+            .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
+            .await;
+        if sent.is_err() || finished {
+            return;
+        }
+        // Rate limit: changes during the pause are reported by one notification after it.
+        tokio::time::sleep(MIN_INTERVAL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_round_trip_and_strangers_are_not_found() {
+        let id = JobId::new();
+        assert_eq!(parse(&uri(id, View::Output)).unwrap(), (id, View::Output));
+        assert_eq!(parse(&uri(id, View::Screen)).unwrap(), (id, View::Screen));
+        for bad in [
+            "ptyjobs://jobs/x/output",
+            &format!("ptyjobs://jobs/{id}/other"),
+            "file:///etc/passwd",
+            &format!("ptyjobs://jobs/{id}"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(
+                e.code,
+                ErrorData::resource_not_found("", None).code,
+                "{bad}"
+            );
+        }
+    }
+}

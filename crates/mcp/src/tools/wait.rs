@@ -1,0 +1,76 @@
+//! wait_for_job: one call instead of a polling loop.
+
+use std::time::Duration;
+
+use ptyjobs_engine::{WaitProgress, WaitSpec, compile_pattern};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, tool, tool_router};
+use tokio::sync::mpsc;
+
+use super::{job_id, seconds};
+use crate::error::ToolError;
+use crate::params::*;
+use crate::server::Server;
+
+#[tool_router(router = wait_tools, vis = "pub(crate)")]
+impl Server {
+    /// Wait server-side until the first of: the job exits; a new output line matches `pattern`;
+    /// output stays quiet for `idle_ms`; `port` on localhost accepts connections; `timeout_secs`
+    /// passes (at most 50 s per call; a capped wait says so, call again). Returns the reason,
+    /// the matching line, the job's status and its last lines. Examples:
+    /// `{"job_id": ..., "port": 8000}`, `{"job_id": ..., "pattern": "Tests: \\d+ passed"}`,
+    /// `{"job_id": ..., "idle_ms": 1000}`, `{"job_id": ...}` (until it exits).
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn wait_for_job(
+        &self,
+        Parameters(p): Parameters<WaitParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<WaitResult>, ToolError> {
+        let id = job_id(&p.job_id)?;
+        if p.port == Some(0) {
+            return Err(ToolError::invalid("port must be between 1 and 65535"));
+        }
+        if p.idle_ms == Some(0) {
+            return Err(ToolError::invalid("idle_ms must be at least 1"));
+        }
+        let spec = WaitSpec {
+            pattern: p.pattern.as_deref().map(compile_pattern).transpose()?,
+            from_start: p.from_start.unwrap_or(false),
+            idle: p.idle_ms.map(Duration::from_millis),
+            port: p.port,
+            timeout: seconds(p.timeout_secs)?,
+        };
+        // Progress goes out through a channel: the engine's callback is synchronous.
+        let (tx, mut rx) = mpsc::unbounded_channel::<WaitProgress>();
+        if let Some(token) = context.meta.get_progress_token() {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    let (elapsed, total) = (p.elapsed.as_secs_f64(), p.total.as_secs_f64());
+                    let note = ProgressNotificationParam::new(token.clone(), elapsed)
+                        .with_total(total)
+                        .with_message(format!(
+                            "waited {elapsed:.0} s of {total:.0} s; the job has printed {} bytes",
+                            p.bytes
+                        ));
+                    if peer.notify_progress(note).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let wait = self.jobs.wait_for(id, &spec, |p| {
+            let _ = tx.send(p);
+        });
+        // Dropping the engine's future (when the client cancels) ends the wait at once.
+        tokio::select! {
+            outcome = wait => Ok(Json(outcome?.into())),
+            () = context.ct.cancelled() => {
+                tracing::info!(job = %id, "wait_for_job cancelled by the client");
+                Err(ToolError::invalid("the wait was cancelled"))
+            }
+        }
+    }
+}
