@@ -4,6 +4,7 @@
 //! updates) three times per reader, interleaved, and prints medians and ratios as Markdown.
 //! `throughput produce <kind> <bytes>` is the producer itself.
 
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
 use std::io::Write;
 use std::os::fd::AsFd;
 use std::process::{Command, Stdio};
@@ -19,9 +20,20 @@ fn produce(kind: &str, total: usize) {
     let mut i = 0u64;
     while chunk.len() < 60_000 {
         match kind {
-            "plain" => writeln!(chunk, "line {i:08} the quick brown fox jumps over the lazy dog"),
-            "ansi" => writeln!(chunk, "\x1b[32mINFO\x1b[0m line {i:08} \x1b[1mthe quick\x1b[0m brown fox"),
-            _ => write!(chunk, "\rprogress {:3}% [{:<40}]", i % 101, "#".repeat((i % 41) as usize)),
+            "plain" => writeln!(
+                chunk,
+                "line {i:08} the quick brown fox jumps over the lazy dog"
+            ),
+            "ansi" => writeln!(
+                chunk,
+                "\x1b[32mINFO\x1b[0m line {i:08} \x1b[1mthe quick\x1b[0m brown fox"
+            ),
+            _ => write!(
+                chunk,
+                "\rprogress {:3}% [{:<40}]",
+                i % 101,
+                "#".repeat((i % 41) as usize)
+            ),
         }
         .expect("write");
         if kind == "progress" && i % 100 == 99 {
@@ -50,7 +62,9 @@ fn bare(kind: &str, bytes: usize) -> Duration {
     let slave = std::fs::File::from(pty.slave);
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(producer_command(kind, bytes));
-    cmd.stdin(Stdio::null()).stdout(slave.try_clone().expect("dup")).stderr(Stdio::null());
+    cmd.stdin(Stdio::null())
+        .stdout(slave.try_clone().expect("dup"))
+        .stderr(Stdio::null());
     let mut child = cmd.spawn().expect("spawn");
     drop(cmd);
     drop(slave);
@@ -72,8 +86,13 @@ fn bare(kind: &str, bytes: usize) -> Duration {
 /// Through the engine: spawn → job final with all output held.
 async fn engine(m: &JobManager, kind: &str, bytes: usize) -> Duration {
     let t = Instant::now();
-    let job = m.execute(JobSpec::new(producer_command(kind, bytes))).expect("execute");
-    let info = m.wait(job.id, Some(Duration::from_secs(600))).await.expect("wait");
+    let job = m
+        .execute(JobSpec::new(producer_command(kind, bytes)))
+        .expect("execute");
+    let info = m
+        .wait(job.id, Some(Duration::from_secs(600)))
+        .await
+        .expect("wait");
     assert!(info.status.is_final());
     t.elapsed()
 }
@@ -91,9 +110,17 @@ fn main() {
     }
     let mb: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
     let bytes = mb * 1_000_000;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("rt");
     rt.block_on(async {
-        let m = JobManager::new(EngineConfig { max_running: 4, ..EngineConfig::default() }).expect("manager");
+        let m = JobManager::new(EngineConfig {
+            max_running: 4,
+            ..EngineConfig::default()
+        })
+        .expect("manager");
         println!("| output ({mb} MB) | bare PTY reader | through ptyjobs | ratio |");
         println!("|---|---|---|---|");
         for kind in KINDS {

@@ -22,6 +22,7 @@
 
 mod config;
 mod error;
+mod fastpath;
 mod interact;
 mod job;
 mod keys;

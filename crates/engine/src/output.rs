@@ -26,6 +26,9 @@ pub struct OutputSlice {
     pub total_lines: u64,
     /// Lines evicted from the front of the transcript to respect the memory cap.
     pub dropped_lines: u64,
+    /// Absolute number below which every line is final: it scrolled off the screen (or was
+    /// cleared) and will never change. Lines from here on are still on screen.
+    pub final_lines: u64,
     /// True when this slice is not the whole requested range: lines in it were evicted,
     /// or `limit` cut it short.
     pub truncated: bool,
@@ -181,6 +184,7 @@ mod tests {
             next_offset: text.lines().count() as u64,
             total_lines: text.lines().count() as u64,
             dropped_lines: 0,
+            final_lines: 0,
             truncated: false,
             bytes: text.len() as u64,
             omitted_lines: 0,

@@ -345,17 +345,27 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
 }
 
 /// Reads everything the master has now. Returns true at EOF (EIO: no process holds the
-/// terminal any more).
+/// terminal any more). One PTY read returns at most a few KiB; reads are gathered into the
+/// whole buffer before the sink sees them, so a fast producer is parsed in large batches.
 fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> bool {
-    loop {
-        match nix::unistd::read(master, buf) {
-            Ok(0) => return true,
-            Ok(n) => sink.data(&buf[..n]),
-            Err(Errno::EAGAIN) => return false,
-            Err(Errno::EINTR) => continue,
-            Err(_) => return true, // EIO
+    let mut filled = 0;
+    let eof = loop {
+        if filled == buf.len() {
+            sink.data(&buf[..filled]);
+            filled = 0;
         }
+        match nix::unistd::read(master, &mut buf[filled..]) {
+            Ok(0) => break true,
+            Ok(n) => filled += n,
+            Err(Errno::EAGAIN) => break false,
+            Err(Errno::EINTR) => continue,
+            Err(_) => break true, // EIO
+        }
+    };
+    if filled > 0 {
+        sink.data(&buf[..filled]);
     }
+    eof
 }
 
 /// Writes as much of `data` as the terminal takes without blocking.

@@ -13,8 +13,14 @@
 
 use serde::Serialize;
 
+use crate::fastpath::LineModel;
 use crate::job::JobStatus;
 use crate::output::{OutputSlice, Transcript};
+
+mod fast;
+mod scan;
+
+use scan::{REPLACEMENT, Scan, Watched, restore_replacement, sanitize_utf8, scan_escape};
 
 /// Longest partial escape sequence held back between chunks; longer ones are fed through as is
 /// (they cannot be one of the sequences we watch for).
@@ -46,6 +52,8 @@ struct Capture {
     pending: String,
     max_line_bytes: usize,
     title: Option<String>,
+    /// Rows scrolling off that the fast path already put into the transcript itself.
+    discard: usize,
 }
 
 impl Capture {
@@ -74,6 +82,10 @@ impl vt100::Callbacks for Capture {
 
     fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
         if alternate_screen {
+            return;
+        }
+        if self.discard > 0 {
+            self.discard -= 1;
             return;
         }
         let mut formatted = String::new();
@@ -107,122 +119,6 @@ fn ends_line(
     probe.0 == Some('\n')
 }
 
-/// A sequence the transcript must act on before the emulator sees it.
-#[derive(Debug, PartialEq, Eq)]
-enum Watched {
-    /// Erases the whole screen (`ESC[2J`, `ESC c`).
-    Clear,
-    /// `ESC[J` / `ESC[0J`: erases from the cursor down, a full clear when the cursor is at home.
-    ClearBelow,
-    /// Switches to the alternate screen (`?47h`, `?1047h`, `?1049h`).
-    EnterAlternate,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Scan {
-    /// The escape sequence at this position is cut off by the end of the buffer.
-    Incomplete,
-    /// A sequence of this many bytes that we act on.
-    Watched(Watched, usize),
-    /// Anything else: let the emulator have it.
-    Other,
-}
-
-/// Classifies the escape sequence starting at `buf[0] == ESC`.
-fn scan_escape(buf: &[u8]) -> Scan {
-    match buf.get(1) {
-        None => Scan::Incomplete,
-        Some(b'c') => Scan::Watched(Watched::Clear, 2),
-        Some(b'[') => {
-            let mut i = 2;
-            while let Some(&b) = buf.get(i) {
-                match b {
-                    0x20..=0x3f => i += 1,
-                    0x40..=0x7e => return classify_csi(&buf[2..i], b, i + 1),
-                    _ => return Scan::Other,
-                }
-            }
-            Scan::Incomplete
-        }
-        Some(_) => Scan::Other,
-    }
-}
-
-fn classify_csi(params: &[u8], final_byte: u8, len: usize) -> Scan {
-    match (final_byte, params) {
-        (b'J', b"2") => Scan::Watched(Watched::Clear, len),
-        (b'J', b"" | b"0") => Scan::Watched(Watched::ClearBelow, len),
-        (b'h', [b'?', modes @ ..]) => {
-            let alt = modes
-                .split(|&b| b == b';')
-                .any(|m| matches!(m, b"47" | b"1047" | b"1049"));
-            if alt {
-                Scan::Watched(Watched::EnterAlternate, len)
-            } else {
-                Scan::Other
-            }
-        }
-        _ => Scan::Other,
-    }
-}
-
-/// What invalid input becomes inside the emulator. vt100 refuses to draw U+FFFD itself, so
-/// invalid bytes are drawn as this private-use character and turned back into U+FFFD whenever
-/// text leaves the emulator (a program printing U+10FFFD itself would read as U+FFFD too).
-const STAND_IN: char = '\u{10fffd}';
-const REPLACEMENT: &[u8] = "\u{10fffd}".as_bytes();
-
-/// Turns the emulator's stand-in back into U+FFFD.
-fn restore_replacement(text: String) -> String {
-    if text.contains(STAND_IN) {
-        text.replace(STAND_IN, "\u{fffd}")
-    } else {
-        text
-    }
-}
-
-/// Returns `tail + input` as valid UTF-8: every invalid sequence becomes [`STAND_IN`] (vte would
-/// drop it silently), and a character cut off at the end is kept in `tail` for the next chunk (vte
-/// mishandles characters split across calls).
-fn sanitize_utf8<'a>(tail: &mut Vec<u8>, input: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
-    let joined;
-    let mut rest: &[u8] = if tail.is_empty() {
-        if std::str::from_utf8(input).is_ok() {
-            return std::borrow::Cow::Borrowed(input);
-        }
-        input
-    } else {
-        let mut t = std::mem::take(tail);
-        t.extend_from_slice(input);
-        joined = t;
-        &joined
-    };
-    let mut out = Vec::with_capacity(rest.len() + 8);
-    loop {
-        match std::str::from_utf8(rest) {
-            Ok(_) => {
-                out.extend_from_slice(rest);
-                break;
-            }
-            Err(e) => {
-                let (good, bad) = rest.split_at(e.valid_up_to());
-                out.extend_from_slice(good);
-                match e.error_len() {
-                    Some(n) => {
-                        out.extend_from_slice(REPLACEMENT);
-                        rest = &bad[n..];
-                    }
-                    None => {
-                        tail.extend_from_slice(bad);
-                        break;
-                    }
-                }
-            }
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 fn nonzero(v: u16) -> std::num::NonZeroU16 {
     std::num::NonZeroU16::new(v).unwrap_or(std::num::NonZeroU16::MIN)
 }
@@ -237,6 +133,12 @@ pub struct Terminal {
     /// The main screen's lines, saved when a program switched to the alternate screen (vt100
     /// shows only the active screen).
     saved_main: Vec<String>,
+    /// Whether the fast path may be used (tests turn it off to compare with the emulator).
+    fast: bool,
+    /// The fast path's model of the bottom row, while it is valid (see [`crate::fastpath`]).
+    model: Option<LineModel>,
+    /// A scroll region or insert mode is set: the fast path's picture of the screen is wrong.
+    unusual_modes: (bool, bool),
 }
 
 impl std::fmt::Debug for Terminal {
@@ -256,12 +158,30 @@ impl Terminal {
             pending: String::new(),
             max_line_bytes: max_line_bytes.max(1),
             title: None,
+            discard: 0,
         };
         Self {
             parser: vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture),
             held: Vec::new(),
             utf8_tail: Vec::new(),
             saved_main: Vec::new(),
+            fast: true,
+            model: None,
+            unusual_modes: (false, false),
+        }
+    }
+
+    /// The same terminal without the fast path: every byte goes through the emulator. The
+    /// reference the fast path is tested against.
+    pub fn emulator_only(
+        cols: u16,
+        rows: u16,
+        transcript_bytes: usize,
+        max_line_bytes: usize,
+    ) -> Self {
+        Self {
+            fast: false,
+            ..Self::new(cols, rows, transcript_bytes, max_line_bytes)
         }
     }
 
@@ -284,16 +204,17 @@ impl Terminal {
         };
         let mut start = 0;
         let mut i = 0;
-        while let Some(p) = buf[i..].iter().position(|&b| b == 0x1b) {
+        while let Some(p) = memchr::memchr(0x1b, &buf[i..]) {
             let esc = i + p;
             match scan_escape(&buf[esc..]) {
                 Scan::Incomplete if buf.len() - esc <= MAX_HELD => {
-                    self.parser.process(&buf[start..esc]);
+                    self.process(&buf[start..esc]);
                     self.held = buf[esc..].to_vec();
                     return;
                 }
                 Scan::Watched(what, len) => {
-                    self.parser.process(&buf[start..esc]);
+                    self.process(&buf[start..esc]);
+                    self.model = None;
                     self.before(what);
                     self.parser.process(&buf[esc..esc + len]);
                     start = esc + len;
@@ -302,7 +223,7 @@ impl Terminal {
                 Scan::Incomplete | Scan::Other => i = esc + 1,
             }
         }
-        self.parser.process(&buf[start..]);
+        self.process(&buf[start..]);
     }
 
     /// Feeds whatever was held back; call once the PTY reached EOF.
@@ -312,20 +233,28 @@ impl Terminal {
             self.utf8_tail.clear();
             held.extend_from_slice(REPLACEMENT);
         }
+        self.model = None;
         self.parser.process(&held);
     }
 
     /// Acts on a watched sequence before the emulator applies it.
     fn before(&mut self, what: Watched) {
+        match what {
+            Watched::ScrollRegion(on) => self.unusual_modes.0 = on,
+            Watched::InsertMode(on) => self.unusual_modes.1 = on,
+            Watched::Reset => self.unusual_modes = (false, false),
+            _ => {}
+        }
         let screen = self.parser.screen();
         if screen.alternate_screen() {
             return;
         }
         match what {
-            Watched::Clear => self.commit_screen(),
+            Watched::Clear | Watched::Reset => self.commit_screen(),
             Watched::ClearBelow if screen.cursor_position() == (0, 0) => self.commit_screen(),
             Watched::ClearBelow => {}
             Watched::EnterAlternate => self.saved_main = self.screen_lines(),
+            Watched::ScrollRegion(_) | Watched::InsertMode(_) => {}
         }
     }
 
@@ -362,6 +291,7 @@ impl Terminal {
 
     /// Resizes the emulator (rows pushed off the top enter the transcript).
     pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.model = None;
         self.parser.set_size(nonzero(rows), nonzero(cols));
     }
 
@@ -442,6 +372,7 @@ impl Terminal {
             next_offset: from + count as u64,
             total_lines: end,
             dropped_lines: dropped,
+            final_lines: transcript.end_line(),
             truncated: from > requested || count < available,
             bytes,
             omitted_lines: 0,
@@ -496,3 +427,6 @@ impl Terminal {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fast_tests;
