@@ -138,6 +138,8 @@ impl Server {
                 .await?
                 .bytes_written;
         }
+        // Input that got no response may have used up the wait: the keys still get a moment.
+        let deadline = deadline.max(Instant::now() + 2 * KEYS_IDLE);
         let mut rx = self.jobs.subscribe(id)?;
         let before = rx.borrow_and_update().bytes;
         written += self.jobs.send_keys(id, keys).await?;

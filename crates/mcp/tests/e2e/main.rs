@@ -1,8 +1,11 @@
 //! End-to-end tests: the built `ptyjobs` binary driven by rmcp's own client over stdio.
 
 mod bad_input;
+mod cursors;
+mod keys;
 mod lifecycle;
 mod processes;
 mod terminal;
 mod tools;
 mod util;
+mod waits;

@@ -87,9 +87,10 @@ async fn invalid_utf8_becomes_replacement_characters() {
     s.assert_serving().await;
 }
 
-/// Size of the endless line: 50 MB as the issue asks when the binary is optimized. An
-/// unoptimized vt100 parses under 1 MB/s (the same 50 MB takes ~52 s in a debug build), so a
-/// debug run uses 8 MB, still 8x the transcript cap below, to keep the suite fast.
+/// Size of the endless line: 50 MB as the issue asks when the binary is optimized. A debug
+/// build (vt100, vte and the engine optimized, the rest not) still takes 9-10 s for 50 MB
+/// (measured with 2 busy cores), too long for the suite, so a debug run uses 8 MB, still 8x
+/// the transcript cap below.
 const BIG_LINE: u64 = if cfg!(debug_assertions) {
     8_000_000
 } else {
@@ -139,11 +140,12 @@ async fn a_50_mb_line_keeps_memory_and_answers_bounded() {
         "the cap evicted lines"
     );
     assert!(out["output"].as_str().map_or(0, str::len) <= 256 * 1024);
+    // Only the line's text, and the marker standing for what did not fit the answer.
+    let text = out["output"].as_str().unwrap_or("");
     assert!(
-        out["output"]
-            .as_str()
-            .unwrap_or("")
-            .bytes()
-            .all(|b| b == b'a' || b == b'\n')
+        text.lines()
+            .all(|l| l.bytes().all(|b| b == b'a') || l.contains("omitted")),
+        "{}",
+        &text[..text.len().min(300)]
     );
 }

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::util::{DEADLINE, Server, wait_until};
 
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 11] = [
     "execute_command",
     "get_job_status",
     "get_job_output",
@@ -12,6 +12,10 @@ const TOOLS: [&str; 7] = [
     "interact_with_job",
     "list_jobs",
     "kill_job",
+    "wait_for_job",
+    "get_job_screen",
+    "resize_job",
+    "search_job_output",
 ];
 
 #[tokio::test]
@@ -45,7 +49,13 @@ async fn tools_are_listed_with_output_schemas_and_annotations() {
         let read_only = a.and_then(|a| a.read_only_hint) == Some(true);
         let expect_ro = matches!(
             t.name.as_ref(),
-            "get_job_status" | "get_job_output" | "tail_job_output" | "list_jobs"
+            "get_job_status"
+                | "get_job_output"
+                | "tail_job_output"
+                | "list_jobs"
+                | "wait_for_job"
+                | "get_job_screen"
+                | "search_job_output"
         );
         assert_eq!(read_only, expect_ro, "readOnlyHint of {}", t.name);
         if t.name == "kill_job" {

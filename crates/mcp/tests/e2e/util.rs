@@ -3,14 +3,19 @@
 
 use std::future::Future;
 use std::process::Stdio;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ProgressNotificationParam,
+    ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ServiceError, ServiceExt};
+use rmcp::{ClientHandler, ServiceError, ServiceExt};
 use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
 
 /// Path of the binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ptyjobs");
@@ -38,21 +43,95 @@ where
     }
 }
 
+/// The client's handler: records the notifications the server sends.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    /// Progress notifications, in arrival order.
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// URIs of resource-updated notifications, in arrival order.
+    pub updated: Arc<Mutex<Vec<String>>>,
+    /// Resource-list-changed notifications received.
+    pub list_changed: Arc<AtomicUsize>,
+}
+
+impl Recorder {
+    /// Progress notifications received so far.
+    pub fn progress_count(&self) -> usize {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    /// How many resource-updated notifications named `uri`.
+    pub fn updates_of(&self, uri: &str) -> usize {
+        let updated = self.updated.lock().unwrap_or_else(|e| e.into_inner());
+        updated.iter().filter(|u| *u == uri).count()
+    }
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(params);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.updated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(params.uri);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// A running server and a connected client. Dropping it SIGKILLs the server and every job
 /// session the test learned about, so a failing test leaves nothing behind.
 pub struct Server {
-    client: Option<RunningService<RoleClient, ()>>,
+    client: Option<RunningService<RoleClient, Recorder>>,
     pub pid: u32,
     jobs: Mutex<Vec<u32>>,
+    /// What the client heard besides answers.
+    pub heard: Recorder,
+    calls: AtomicUsize,
+    log: Arc<Mutex<String>>,
 }
 
 impl Server {
     /// Starts `ptyjobs` with `args` and completes the MCP handshake.
     pub async fn start(args: &[&str]) -> Self {
+        Self::start_with(args, None).await
+    }
+
+    /// Like [`Server::start`], with the server logging at `filter` (a `RUST_LOG` value) into
+    /// [`Server::log`].
+    pub async fn start_logged(args: &[&str], filter: &str) -> Self {
+        Self::start_with(args, Some(filter)).await
+    }
+
+    async fn start_with(args: &[&str], log_filter: Option<&str>) -> Self {
         let mut cmd = tokio::process::Command::new(BIN);
         cmd.args(args);
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(if std::env::var_os("PTYJOBS_TEST_STDERR").is_some() {
+        if let Some(filter) = log_filter {
+            cmd.env("RUST_LOG", filter);
+        }
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(if log_filter.is_some() {
+                Stdio::piped()
+            } else if std::env::var_os("PTYJOBS_TEST_STDERR").is_some() {
                 Stdio::inherit()
             } else {
                 Stdio::null()
@@ -62,18 +141,56 @@ impl Server {
         let pid = transport.id().expect("server pid");
         // Register the pid before the handshake so a failed handshake still cleans up.
         let guard = KillOnDrop(pid);
-        let client = ().serve(transport).await.expect("MCP handshake with ptyjobs");
+        let log = Arc::new(Mutex::new(String::new()));
+        if let Some(stderr) = stderr {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            });
+        }
+        let heard = Recorder::default();
+        let client = heard
+            .clone()
+            .serve(transport)
+            .await
+            .expect("MCP handshake with ptyjobs");
         std::mem::forget(guard);
         Self {
             client: Some(client),
             pid,
             jobs: Mutex::new(Vec::new()),
+            heard,
+            calls: AtomicUsize::new(0),
+            log,
         }
     }
 
     /// The connected client.
-    pub fn client(&self) -> &RunningService<RoleClient, ()> {
+    pub fn client(&self) -> &RunningService<RoleClient, Recorder> {
         self.client.as_ref().expect("client still connected")
+    }
+
+    /// Tool calls made so far through this harness.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// What the server logged so far (only with [`Server::start_logged`]).
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Remembers a job's session so it is killed when the test ends.
+    pub fn track(&self, pid: u32) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(pid);
     }
 
     /// Closes the client the way MCP clients do (stdin EOF, then a wait for the exit, then
@@ -90,6 +207,7 @@ impl Server {
         let Value::Object(map) = args else {
             panic!("tool arguments must be an object")
         };
+        self.calls.fetch_add(1, Ordering::SeqCst);
         self.client()
             .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))
             .await
@@ -156,10 +274,7 @@ impl Server {
     pub async fn exec_with(&self, args: Value) -> (String, u32) {
         let r = self.ok("execute_command", args).await;
         let pid = r["pid"].as_u64().expect("pid") as u32;
-        self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(pid);
+        self.track(pid);
         (r["job_id"].as_str().expect("job_id").to_owned(), pid)
     }
 
