@@ -26,6 +26,7 @@ mod fastpath;
 mod interact;
 mod job;
 mod keys;
+mod kill;
 mod manager;
 mod output;
 mod pty;

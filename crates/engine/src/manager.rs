@@ -18,11 +18,8 @@ use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
 use crate::output::OutputSlice;
 use crate::pty::{self, ExitInfo, SpawnSpec, Spawner};
-use crate::signal::{self, KillOutcome, Signal};
+use crate::signal::{self, Signal};
 use crate::terminal::{ScreenSnapshot, Terminal};
-
-/// How long a kill waits for the job's processes after SIGKILL before it gives up waiting.
-const AFTER_KILL: Duration = Duration::from_secs(2);
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -134,7 +131,7 @@ impl Job {
     }
 
     /// Waits until the job is final or `timeout` passes; true if final.
-    async fn wait_final(&self, timeout: Duration) -> bool {
+    pub(crate) async fn wait_final(&self, timeout: Duration) -> bool {
         let mut rx = self.events.subscribe();
         matches!(
             tokio::time::timeout(timeout, rx.wait_for(|e| e.finished)).await,
@@ -204,45 +201,6 @@ impl Inner {
             if let Some(old) = t.finished.pop_front() {
                 t.jobs.remove(&old);
                 t.order.retain(|j| *j != old);
-            }
-        }
-    }
-
-    /// Ends a running job: `sig`, then SIGKILL after `grace`, then waits until no process of
-    /// it remains (bounded). Never holds a lock while waiting.
-    async fn kill(&self, id: JobId, sig: Signal, grace: Duration, reason: &str) -> KillOutcome {
-        let Ok(job) = self.job(id) else {
-            return KillOutcome::NotFound;
-        };
-        {
-            let mut s = lock(&job.state);
-            if s.status.is_final() {
-                return KillOutcome::AlreadyTerminated;
-            }
-            s.kill_reason.get_or_insert_with(|| reason.to_owned());
-        }
-        signal::kill_job_processes(job.pid, sig.number());
-        if sig != Signal::KILL && !job.wait_final(grace).await {
-            signal::kill_job_processes(job.pid, libc::SIGKILL);
-        }
-        job.wait_final(AFTER_KILL).await;
-        // Processes that left the terminal but stayed in the session outlive the job's EOF.
-        let deadline = Instant::now() + AFTER_KILL;
-        while !signal::job_processes(job.pid).is_empty() && Instant::now() < deadline {
-            signal::kill_job_processes(job.pid, libc::SIGKILL);
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        KillOutcome::Killed
-    }
-}
-
-impl Drop for Inner {
-    /// A manager that goes away takes its jobs with it: no orphans.
-    fn drop(&mut self) {
-        let t = lock(&self.table);
-        for job in t.jobs.values() {
-            if !lock(&job.state).status.is_final() {
-                signal::kill_job_processes(job.pid, libc::SIGKILL);
             }
         }
     }
@@ -462,16 +420,6 @@ impl JobManager {
         Ok(lock(&job.state).term.screen())
     }
 
-    /// Ends a job: `signal` to its process group (and session), SIGKILL after `grace` (default
-    /// the configured grace), and returns once no process of the job remains. Unknown ids
-    /// answer [`KillOutcome::NotFound`].
-    pub async fn kill(&self, id: JobId, signal: Signal, grace: Option<Duration>) -> KillOutcome {
-        let grace = grace.unwrap_or(self.inner.config.kill_grace);
-        self.inner
-            .kill(id, signal, grace, "killed by request")
-            .await
-    }
-
     /// Waits until the job is final, or until `timeout` passes; returns its info either way.
     ///
     /// # Errors
@@ -497,25 +445,5 @@ impl JobManager {
     /// [`Error::JobNotFound`].
     pub fn subscribe(&self, id: JobId) -> Result<watch::Receiver<JobEvent>> {
         Ok(self.inner.job(id)?.events.subscribe())
-    }
-
-    /// Kills every running job (TERM, grace, KILL) concurrently and waits for them.
-    pub async fn shutdown(&self) {
-        let running: Vec<JobId> = {
-            let t = lock(&self.inner.table);
-            t.jobs
-                .values()
-                .filter(|j| !lock(&j.state).status.is_final())
-                .map(|j| j.id)
-                .collect()
-        };
-        let grace = self.inner.config.kill_grace;
-        let kills = running.into_iter().map(|id| {
-            let inner = self.inner.clone();
-            tokio::spawn(async move { inner.kill(id, Signal::TERM, grace, "shutdown").await })
-        });
-        for k in kills.collect::<Vec<_>>() {
-            let _ = k.await;
-        }
     }
 }
