@@ -289,3 +289,27 @@ async fn resources_are_listed_read_and_updated() {
     assert!(e.to_string().contains("resources/list"), "{e}");
     s.assert_serving().await;
 }
+
+/// Update notifications of a busy job are throttled to at most 4 a second.
+#[tokio::test]
+async fn resource_updates_are_throttled() {
+    let s = Server::start(&[]).await;
+    let (id, _) = s.exec("while :; do echo tick; sleep 0.01; done").await;
+    let uri = format!("ptyjobs://jobs/{id}/output");
+    let t = std::time::Instant::now();
+    s.client()
+        .subscribe(SubscribeRequestParams::new(&uri))
+        .await
+        .expect("resources/subscribe");
+    wait_until("four update notifications", DEADLINE, || async {
+        (s.heard.updates_of(&uri) >= 4).then_some(())
+    })
+    .await;
+    // The first comes at once, each later one at least 250 ms after the one before.
+    let took = t.elapsed();
+    assert!(took >= std::time::Duration::from_millis(750), "{took:?}");
+    s.client()
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(&uri))
+        .await
+        .expect("resources/unsubscribe");
+}
