@@ -44,19 +44,39 @@ export declare class JobManager {
   /** Every known job, newest first (finished jobs too, up to the engine's cap). */
   list(): Array<JobInfo>
   /**
-   * Lines `offset .. offset + limit` of the job's clean transcript. Line numbers are
-   * absolute and stable: pass the returned `nextOffset` as `offset` to read only new lines.
+   * Lines `offset .. offset + limit` of the job's clean transcript, at most `maxBytes` of
+   * them. Line numbers are absolute and stable: pass the returned `nextOffset` as `offset`
+   * to read only new lines (lines from `finalLines` on may still change on screen).
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
    */
   output(jobId: string, options?: OutputOptions | undefined | null): Output
   /**
    * The last `lines` lines (default 50) of the job's clean transcript, the unfinished ones on
-   * screen included: what a person would see at the bottom of the terminal.
+   * screen included: what a person would see at the bottom of the terminal. At most
+   * `maxBytes` of them, as in `output()`.
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
    */
-  tail(jobId: string, lines?: number | undefined | null): Output
+  tail(jobId: string, lines?: number | undefined | null, options?: TailOptions | undefined | null): Output
+  /**
+   * The visible screen of the job's terminal now: rows as text, cursor, size, whether a
+   * full-screen program is on the alternate screen, the window title. What a person sees
+   * looking at `top`, `vim` or a test watcher's interactive view (drawings on the alternate
+   * screen never enter the transcript).
+   *
+   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+   */
+  screen(jobId: string): ScreenSnapshot
+  /**
+   * Searches the job's whole held transcript (non-destructively) for lines matching
+   * `pattern`, a regular expression in Rust `regex` syntax (`(?i)error|panic`; no
+   * slashes, flags inline). Returns the first `maxMatches` matches with their absolute line
+   * numbers and `context` lines around each, and the count of all matches.
+   *
+   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (bad pattern or option).
+   */
+  search(jobId: string, pattern: string, options?: SearchOptions | undefined | null): SearchResult
   /**
    * Writes `data` to the job's terminal as typed (no newline is added: end a line with a
    * carriage return or a line feed to press Enter). Returns the number of bytes the terminal
@@ -65,6 +85,18 @@ export declare class JobManager {
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`.
    */
   write(jobId: string, data: string | Buffer): number
+  /**
+   * Presses named keys and chords on the job's terminal, in order, encoded as a terminal
+   * would for the program's current mode (cursor keys follow application cursor mode):
+   * `Enter`, `Tab`, `Escape`, `Backspace`, `Delete`, `Space`, `Up`/`Down`/`Left`/`Right`,
+   * `Home`/`End`, `PageUp`/`PageDown`, `F1`-`F12`, a single character (`q`), and chords
+   * `C-c`, `C-d`, `M-x`, `C-Up`, `S-Tab` (names are case-insensitive). Resolves with the
+   * number of bytes written. For text, use `write`.
+   *
+   * Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`, `INVALID_ARGUMENT` (an
+   * unknown key, named in the message; nothing is sent then).
+   */
+  sendKeys(jobId: string, keys: Array<string>): Promise<number>
   /**
    * Resizes the job's terminal (the program gets SIGWINCH). Returns `false`, changing
    * nothing, when the job has already ended.
@@ -81,17 +113,30 @@ export declare class JobManager {
    */
   kill(jobId: string, options?: KillOptions | undefined | null): Promise<KillResult>
   /**
-   * Resolves with the job's final info when it ends (a non-zero exit resolves too), or with
-   * its still-running info once `timeoutMs` passed.
+   * Waits for the job without polling. Two forms, told apart by the options:
    *
-   * Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
+   * * `wait(jobId)`, `wait(jobId, { timeoutMs })`: resolves with the job's final `JobInfo`
+   *   when it ends (a non-zero exit resolves too), or with its still-running info once
+   *   `timeoutMs` passed (no limit by default).
+   * * With `pattern`, `idleMs` and/or `port`: resolves with a `WaitResult` at the first of
+   *   the job's exit (`exited`), a new line matching `pattern` (`matched`, with the line and
+   *   its number; `fromStart` to include older lines), `idleMs` without output (`idle`),
+   *   `port` on localhost accepting connections (`port_open`), or the timeout (`timeout`).
+   *   Such a wait lasts at most the manager's `maxWaitMs` (50 000 unless set): a longer
+   *   `timeoutMs` is cut to it and the result says `capped: true`, so call again.
+   *
+   * The TypeScript return type follows the options: `WaitResult` when a condition is given,
+   * `JobInfo` when none is, the union when the type cannot tell (a `WaitOptions` variable:
+   * `'info' in result` tells them apart). Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`,
+   * `INVALID_ARGUMENT` (bad pattern, `idleMs`, `port` or `timeoutMs`).
    */
-  wait(jobId: string, options?: WaitOptions | undefined | null): Promise<JobInfo>
+  wait<O extends WaitOptions = {}>(jobId: string, options?: O): Promise<O extends { pattern: string } | { idleMs: number } | { port: number } ? WaitResult : [Extract<keyof O, 'pattern' | 'idleMs' | 'port'>] extends [never] ? JobInfo : JobInfo | WaitResult>
   /**
    * Calls `callback` with the job's clean text as it becomes final: each line once, followed
-   * by a line feed, after it scrolled off the terminal's screen; when the job ends, the lines
-   * still on screen, without a trailing newline. All chunks joined equal
-   * `output(jobId).output` read after the end (unless `transcriptBytes` evicted lines first).
+   * by a line feed, once it scrolled off the terminal's screen or was cleared from it (see
+   * `finalLines`); when the job ends, the lines still on screen, without a trailing newline.
+   * All chunks joined equal `output(jobId).output` read after the end (unless
+   * `transcriptBytes` evicted lines first).
    * A late listener starts from the first line held. Like a child process's listeners, it
    * keeps the process alive while the job runs, never after the job ended or the manager was
    * closed.
@@ -204,6 +249,12 @@ export interface ManagerOptions {
   rows?: number
   /** The shell that runs each command as `<shell> -c <command>`. Default `/bin/sh`. */
   shell?: string
+  /**
+   * Longest `wait` with a `pattern`, `idleMs` or `port` condition, in milliseconds; a longer
+   * `timeoutMs` is cut to it and the result says `capped: true`. Default 50 000 (the MCP
+   * server's bound, below the 60 s many MCP clients allow a request).
+   */
+  maxWaitMs?: number
 }
 
 /** A read of a job's clean transcript. */
@@ -226,8 +277,23 @@ export interface Output {
   totalLines: number
   /** Lines evicted from the front of the transcript to respect `transcriptBytes`. */
   droppedLines: number
+  /**
+   * Absolute number below which every line is final: it scrolled off the screen (or was
+   * cleared) and will never change. Lines from here on are still on screen and may change
+   * while the job runs (once it has ended, none does).
+   */
+  finalLines: number
   /** True when this is not the whole requested range (evicted lines, or `limit`). */
   truncated: boolean
+  /** Bytes (UTF-8) of `output`. */
+  bytes: number
+  /**
+   * Lines left out of the middle of `output` to respect `maxBytes` (a marker line stands in
+   * their place); 0 when nothing was.
+   */
+  omittedLines: number
+  /** Bytes left out of the middle of `output` to respect `maxBytes`. */
+  omittedBytes: number
   /** The job's status at the time of the read. */
   status: JobStatus
 }
@@ -241,10 +307,131 @@ export interface OutputOptions {
   offset?: number
   /** Most lines to return. Default: all. */
   limit?: number
+  /**
+   * Most bytes of `output`: beyond it, the first and last lines are kept and a marker line
+   * in the middle says how many lines and bytes were left out (`omittedLines`,
+   * `omittedBytes`). `firstLine` and `nextOffset` still cover the whole range read.
+   * Default: no limit.
+   */
+  maxBytes?: number
 }
 
-/** Options of `wait(jobId, options?)`. */
+/**
+ * The visible screen of a job's terminal: what a person looking at it sees now (a full-screen
+ * program's view included, which never enters the transcript).
+ */
+export interface ScreenSnapshot {
+  /** Every visible row as text (trailing blanks trimmed), top to bottom. */
+  rows: Array<string>
+  /** Cursor row, 0-based. */
+  cursorRow: number
+  /** Cursor column, 0-based. */
+  cursorCol: number
+  /** Terminal width. */
+  cols: number
+  /** Terminal height (the length of `rows`). */
+  height: number
+  /** Whether a full-screen program switched to the alternate screen (`vim`, `less`, `top`). */
+  alternateScreen: boolean
+  /** The window title the program set (OSC 0/2), if any. */
+  title?: string
+}
+
+/** One line that matched a `search`, with its context. */
+export interface SearchMatch {
+  /** Absolute line number (usable as `output()`'s `offset`). */
+  line: number
+  /** The matching line. */
+  text: string
+  /** Up to `context` lines before it, oldest first. */
+  before: Array<string>
+  /** Up to `context` lines after it. */
+  after: Array<string>
+}
+
+/** Options of `search(jobId, pattern, options?)`. */
+export interface SearchOptions {
+  /** Lines of context returned before and after each match. Default 0. */
+  context?: number
+  /** Most matches returned (`totalMatches` counts them all). Default: all. */
+  maxMatches?: number
+}
+
+/** The result of a `search`. */
+export interface SearchResult {
+  /** The first `maxMatches` matches, in line order. */
+  matches: Array<SearchMatch>
+  /** Every match in the held transcript, those not returned included. */
+  totalMatches: number
+  /** First line searched (the first line still held). */
+  firstLine: number
+  /** One past the last line searched: pass it as `output()`'s `offset` to read what is new. */
+  nextOffset: number
+  /** The job's status at the time of the search. */
+  status: JobStatus
+}
+
+/** Options of `tail(jobId, lines?, options?)`. */
+export interface TailOptions {
+  /** Most bytes of `output`, as in `output()`'s `maxBytes`. Default: no limit. */
+  maxBytes?: number
+}
+
+/**
+ * Options of `wait(jobId, options?)`.
+ *
+ * With none of `pattern`, `idleMs`, `port`, the wait ends when the job does (or at
+ * `timeoutMs`) and resolves with the job's `JobInfo`. With any of them it ends at the first
+ * condition met, the job's exit included, and resolves with a `WaitResult` saying which.
+ */
 export interface WaitOptions {
-  /** Resolve with the still-running info after this many milliseconds. Default: no limit. */
+  /**
+   * Give up after this many milliseconds. Without a condition: resolve with the
+   * still-running info; default no limit. With a condition: resolve with reason
+   * `timeout`; default and upper bound the manager's `maxWaitMs` (50 000 unless set), a
+   * longer value being cut to it (`capped: true`: call again to keep waiting).
+   */
   timeoutMs?: number
+  /**
+   * End when a line of clean output matches this regular expression (Rust `regex` syntax,
+   * e.g. `(?i)listening on|ready`). By default only new lines count: those from the line
+   * the cursor was on when the call began (it may still be completed) onwards.
+   */
+  pattern?: string
+  /** Also match the lines printed before the call (every line still held). Default false. */
+  fromStart?: boolean
+  /**
+   * End when the job has printed nothing for this many milliseconds (at least 1): a
+   * program waiting at its prompt, a build gone quiet.
+   */
+  idleMs?: number
+  /**
+   * End when a TCP connection to this port on localhost (127.0.0.1 or ::1) succeeds
+   * (1..=65535); probed every 100 ms.
+   */
+  port?: number
+}
+
+/** Which condition ended a `wait` with a condition. */
+export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'timeout'
+
+/** What ended a `wait` with a `pattern`, `idleMs` or `port` condition, and the job then. */
+export interface WaitResult {
+  /** `exited`, `matched`, `idle`, `port_open` or `timeout`. */
+  reason: WaitReason
+  /** The line that matched, for `matched`. */
+  matchedLine?: string
+  /** Its absolute line number (usable as `output()`'s `offset`), for `matched`. */
+  lineNumber?: number
+  /**
+   * True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
+   * instead: call again to keep waiting.
+   */
+  capped: boolean
+  /** Milliseconds the wait took. */
+  waitedMs: number
+  /** The job now. */
+  info: JobInfo
+  /** The job's last 10 lines now. */
+  tail: Output
 }

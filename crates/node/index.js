@@ -838,3 +838,4 @@ module.exports = nativeBinding
 module.exports.JobManager = nativeBinding.JobManager
 module.exports.JobStatus = nativeBinding.JobStatus
 module.exports.KillResult = nativeBinding.KillResult
+module.exports.WaitReason = nativeBinding.WaitReason

@@ -10,6 +10,11 @@
 //! const { jobId } = jobs.execute('printf "\\033[31mred\\033[0m\\n"; exit 3')
 //! const info = await jobs.wait(jobId)          // { status: 'failed', exitCode: 3, ... }
 //! jobs.output(jobId).output                    // 'red'
+//!
+//! const dev = jobs.execute('npm run dev').jobId
+//! await jobs.wait(dev, { port: 3000 })          // { reason: 'port_open', info, tail, ... }
+//! jobs.screen(dev).rows                         // what the terminal shows now
+//! await jobs.sendKeys(dev, ['C-c'])
 //! await jobs.close()
 //! ```
 

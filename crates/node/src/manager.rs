@@ -16,7 +16,8 @@ use crate::error::{Code, JsErr, Result, err, from_engine, into_napi};
 use crate::stream::Streams;
 use crate::types::{
     ExecuteOptions, JobInfo, KillOptions, KillResult, MAX_SAFE, ManagerOptions, Output,
-    OutputOptions, WaitOptions, dimension, millis, whole,
+    OutputOptions, ScreenSnapshot, SearchOptions, SearchResult, TailOptions, WaitOptions,
+    WaitResult, count, dimension, fitted, millis, whole,
 };
 
 /// Lines `tail` returns when not told.
@@ -76,6 +77,9 @@ impl JobManager {
         }
         if let Some(v) = o.rows {
             config.rows = dimension("rows", v)?;
+        }
+        if let Some(v) = o.max_wait_ms {
+            config.max_wait = std::time::Duration::from_millis(whole("maxWaitMs", v, 1, 1 << 50)?);
         }
         if let Some(shell) = o.shell {
             if shell.is_empty() {
@@ -142,8 +146,9 @@ impl JobManager {
         self.jobs.list().into_iter().map(JobInfo::from).collect()
     }
 
-    /// Lines `offset .. offset + limit` of the job's clean transcript. Line numbers are
-    /// absolute and stable: pass the returned `nextOffset` as `offset` to read only new lines.
+    /// Lines `offset .. offset + limit` of the job's clean transcript, at most `maxBytes` of
+    /// them. Line numbers are absolute and stable: pass the returned `nextOffset` as `offset`
+    /// to read only new lines (lines from `finalLines` on may still change on screen).
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
     #[napi(catch_unwind)]
@@ -154,30 +159,77 @@ impl JobManager {
             .offset
             .map(|v| whole("offset", v, 0, MAX_SAFE))
             .transpose()?;
-        let limit = o
-            .limit
-            .map(|v| {
-                whole("limit", v, 0, MAX_SAFE).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-            })
-            .transpose()?;
+        let limit = o.limit.map(|v| count("limit", v)).transpose()?;
+        let max_bytes = o.max_bytes.map(|v| count("maxBytes", v)).transpose()?;
         self.jobs
             .output(id, offset, limit)
-            .map(Output::from)
+            .map(|s| fitted(s, max_bytes))
             .map_err(from_engine)
     }
 
     /// The last `lines` lines (default 50) of the job's clean transcript, the unfinished ones on
-    /// screen included: what a person would see at the bottom of the terminal.
+    /// screen included: what a person would see at the bottom of the terminal. At most
+    /// `maxBytes` of them, as in `output()`.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
     #[napi(catch_unwind)]
-    pub fn tail(&self, job_id: String, lines: Option<f64>) -> Result<Output> {
+    pub fn tail(
+        &self,
+        job_id: String,
+        lines: Option<f64>,
+        options: Option<TailOptions>,
+    ) -> Result<Output> {
         let id = parse_id(&job_id)?;
-        let n = match lines {
-            Some(v) => usize::try_from(whole("lines", v, 0, MAX_SAFE)?).unwrap_or(usize::MAX),
-            None => DEFAULT_TAIL,
-        };
-        self.jobs.tail(id, n).map(Output::from).map_err(from_engine)
+        let n = lines
+            .map(|v| count("lines", v))
+            .transpose()?
+            .unwrap_or(DEFAULT_TAIL);
+        let max_bytes = options
+            .and_then(|o| o.max_bytes)
+            .map(|v| count("maxBytes", v))
+            .transpose()?;
+        self.jobs
+            .tail(id, n)
+            .map(|s| fitted(s, max_bytes))
+            .map_err(from_engine)
+    }
+
+    /// The visible screen of the job's terminal now: rows as text, cursor, size, whether a
+    /// full-screen program is on the alternate screen, the window title. What a person sees
+    /// looking at `top`, `vim` or a test watcher's interactive view (drawings on the alternate
+    /// screen never enter the transcript).
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+    #[napi(catch_unwind)]
+    pub fn screen(&self, job_id: String) -> Result<ScreenSnapshot> {
+        self.jobs
+            .screen(parse_id(&job_id)?)
+            .map(ScreenSnapshot::from)
+            .map_err(from_engine)
+    }
+
+    /// Searches the job's whole held transcript (non-destructively) for lines matching
+    /// `pattern`, a regular expression in Rust `regex` syntax (`(?i)error|panic`; no
+    /// slashes, flags inline). Returns the first `maxMatches` matches with their absolute line
+    /// numbers and `context` lines around each, and the count of all matches.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (bad pattern or option).
+    #[napi(catch_unwind)]
+    pub fn search(
+        &self,
+        job_id: String,
+        pattern: String,
+        options: Option<SearchOptions>,
+    ) -> Result<SearchResult> {
+        let id = parse_id(&job_id)?;
+        let re = engine::compile_pattern(&pattern).map_err(from_engine)?;
+        let o = options.unwrap_or_default();
+        let context = o.context.map(|v| count("context", v)).transpose()?;
+        let max = o.max_matches.map(|v| count("maxMatches", v)).transpose()?;
+        self.jobs
+            .search(id, &re, context.unwrap_or(0), max.unwrap_or(usize::MAX))
+            .map(SearchResult::from)
+            .map_err(from_engine)
     }
 
     /// Writes `data` to the job's terminal as typed (no newline is added: end a line with a
@@ -194,6 +246,42 @@ impl JobManager {
         };
         let n = self.jobs.write(id, bytes).map_err(from_engine)?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// Presses named keys and chords on the job's terminal, in order, encoded as a terminal
+    /// would for the program's current mode (cursor keys follow application cursor mode):
+    /// `Enter`, `Tab`, `Escape`, `Backspace`, `Delete`, `Space`, `Up`/`Down`/`Left`/`Right`,
+    /// `Home`/`End`, `PageUp`/`PageDown`, `F1`-`F12`, a single character (`q`), and chords
+    /// `C-c`, `C-d`, `M-x`, `C-Up`, `S-Tab` (names are case-insensitive). Resolves with the
+    /// number of bytes written. For text, use `write`.
+    ///
+    /// Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`, `INVALID_ARGUMENT` (an
+    /// unknown key, named in the message; nothing is sent then).
+    #[napi(catch_unwind, ts_return_type = "Promise<number>")]
+    pub fn send_keys<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+        keys: Vec<String>,
+    ) -> napi::Result<PromiseRaw<'env, u32>> {
+        let parsed = (|| -> Result<JobId> {
+            let id = parse_id(&job_id)?;
+            // Validity does not depend on the cursor mode: reject before anything is sent.
+            engine::encode_keys(&keys, false).map_err(from_engine)?;
+            Ok(id)
+        })();
+        let id = match parsed {
+            Ok(id) => id,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        env.spawn_future_with_callback(
+            async move { Ok(jobs.send_keys(id, &keys).await) },
+            |env, res| match res {
+                Ok(n) => Ok(u32::try_from(n).unwrap_or(u32::MAX)),
+                Err(e) => Err(into_napi(env, from_engine(e))),
+            },
+        )
     }
 
     /// Resizes the job's terminal (the program gets SIGWINCH). Returns `false`, changing
@@ -237,44 +325,66 @@ impl JobManager {
         env.spawn_future(async move { Ok(KillResult::from(jobs.kill(id, signal, grace).await)) })
     }
 
-    /// Resolves with the job's final info when it ends (a non-zero exit resolves too), or with
-    /// its still-running info once `timeoutMs` passed.
+    /// Waits for the job without polling. Two forms, told apart by the options:
     ///
-    /// Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
-    #[napi(catch_unwind, ts_return_type = "Promise<JobInfo>")]
+    /// * `wait(jobId)`, `wait(jobId, { timeoutMs })`: resolves with the job's final `JobInfo`
+    ///   when it ends (a non-zero exit resolves too), or with its still-running info once
+    ///   `timeoutMs` passed (no limit by default).
+    /// * With `pattern`, `idleMs` and/or `port`: resolves with a `WaitResult` at the first of
+    ///   the job's exit (`exited`), a new line matching `pattern` (`matched`, with the line and
+    ///   its number; `fromStart` to include older lines), `idleMs` without output (`idle`),
+    ///   `port` on localhost accepting connections (`port_open`), or the timeout (`timeout`).
+    ///   Such a wait lasts at most the manager's `maxWaitMs` (50 000 unless set): a longer
+    ///   `timeoutMs` is cut to it and the result says `capped: true`, so call again.
+    ///
+    /// The TypeScript return type follows the options: `WaitResult` when a condition is given,
+    /// `JobInfo` when none is, the union when the type cannot tell (a `WaitOptions` variable:
+    /// `'info' in result` tells them apart). Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`,
+    /// `INVALID_ARGUMENT` (bad pattern, `idleMs`, `port` or `timeoutMs`).
+    #[napi(
+        catch_unwind,
+        ts_generic_types = "O extends WaitOptions = {}",
+        ts_args_type = "jobId: string, options?: O",
+        ts_return_type = "Promise<O extends { pattern: string } | { idleMs: number } | { port: number } ? WaitResult : [Extract<keyof O, 'pattern' | 'idleMs' | 'port'>] extends [never] ? JobInfo : JobInfo | WaitResult>"
+    )]
     pub fn wait<'env>(
         &self,
         env: &'env Env,
         job_id: String,
         options: Option<WaitOptions>,
-    ) -> napi::Result<PromiseRaw<'env, JobInfo>> {
+    ) -> napi::Result<PromiseRaw<'env, Either<JobInfo, WaitResult>>> {
         let o = options.unwrap_or_default();
         let parsed = (|| -> Result<_> {
             let id = parse_id(&job_id)?;
             self.jobs.status(id).map_err(from_engine)?;
-            Ok((
-                id,
-                o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?,
-            ))
+            let timeout = o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?;
+            Ok((id, timeout, o.spec(timeout)?))
         })();
-        let (id, timeout) = match parsed {
+        let (id, timeout, spec) = match parsed {
             Ok(p) => p,
             Err(e) => return rejected(env, e),
         };
         let jobs = self.jobs.clone();
         env.spawn_future_with_callback(
-            async move { Ok(jobs.wait(id, timeout).await) },
+            async move {
+                Ok(match spec {
+                    None => jobs.wait(id, timeout).await.map(Either::A),
+                    Some(spec) => jobs.wait_for(id, &spec, |_| {}).await.map(Either::B),
+                })
+            },
             |env, res| match res {
-                Ok(info) => Ok(JobInfo::from(info)),
+                Ok(Either::A(info)) => Ok(Either::A(JobInfo::from(info))),
+                Ok(Either::B(outcome)) => Ok(Either::B(WaitResult::from(outcome))),
                 Err(e) => Err(into_napi(env, from_engine(e))),
             },
         )
     }
 
     /// Calls `callback` with the job's clean text as it becomes final: each line once, followed
-    /// by a line feed, after it scrolled off the terminal's screen; when the job ends, the lines
-    /// still on screen, without a trailing newline. All chunks joined equal
-    /// `output(jobId).output` read after the end (unless `transcriptBytes` evicted lines first).
+    /// by a line feed, once it scrolled off the terminal's screen or was cleared from it (see
+    /// `finalLines`); when the job ends, the lines still on screen, without a trailing newline.
+    /// All chunks joined equal `output(jobId).output` read after the end (unless
+    /// `transcriptBytes` evicted lines first).
     /// A late listener starts from the first line held. Like a child process's listeners, it
     /// keeps the process alive while the job runs, never after the job ended or the manager was
     /// closed.

@@ -3,7 +3,8 @@
 //! # Contract
 //! * `onData` delivers the job's clean transcript (the same text as `output()`), never a line
 //!   twice and never a line that may still change. While the job runs, a line is delivered
-//!   once it is *final* — it has scrolled off the emulated screen — as that line plus `\n`.
+//!   once it is *final* — it has scrolled off the emulated screen or was cleared from it (the
+//!   engine's `final_lines` boundary) — as that line plus `\n`.
 //!   When the job ends, the rest (the lines still on screen) is delivered in one last chunk
 //!   without a trailing newline. So the concatenation of all chunks a listener received equals
 //!   `output(jobId).output` read after the end, provided no line was evicted by
@@ -16,9 +17,7 @@
 //!   so `close()`, which ends every job, always lets the process exit.
 //!
 //! Text that is still on screen (a prompt waiting for input) is not streamed: read it with
-//! `tail()` or `output()`. The engine does not (yet) expose the exact number of final lines,
-//! so the watcher holds back the last `rows + 1` lines, `rows` being the largest terminal
-//! height it has seen for the job: every screen line is among them.
+//! `tail()`, `output()` or `screen()`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -167,15 +166,9 @@ async fn deliver<T: 'static + JsValuesTupleIntoVec>(cb: &Callback<T>, value: T) 
 }
 
 /// The absolute line number below which every line is final, and the first line still held.
-fn final_boundary(jobs: &JobManager, id: JobId, max_rows: &mut u16) -> Option<(u64, u64)> {
-    let before = jobs.status(id).ok()?.size.1;
+fn final_boundary(jobs: &JobManager, id: JobId) -> Option<(u64, u64)> {
     let probe = jobs.output(id, Some(u64::MAX), Some(0)).ok()?;
-    let after = jobs.status(id).ok()?.size.1;
-    *max_rows = (*max_rows).max(before).max(after);
-    Some((
-        probe.total_lines.saturating_sub(u64::from(*max_rows) + 1),
-        probe.dropped_lines,
-    ))
+    Some((probe.final_lines, probe.dropped_lines))
 }
 
 /// Delivers the final lines of `id` that `d` has not had yet, below `boundary`.
@@ -227,7 +220,6 @@ async fn deliver_final(
 /// the rest, then calls the exit listeners; ends when no listener is left.
 async fn watch_job(jobs: JobManager, id: JobId, stream: Arc<Stream>, streams: Arc<Streams>) {
     let mut rx = jobs.subscribe(id).ok();
-    let mut max_rows = 0u16;
     loop {
         let finished = rx.as_mut().is_none_or(|rx| rx.borrow_and_update().finished);
         let mut data = std::mem::take(&mut lock(&stream.listeners).data);
@@ -252,7 +244,7 @@ async fn watch_job(jobs: JobManager, id: JobId, stream: Arc<Stream>, streams: Ar
             }
             continue;
         }
-        if let Some((boundary, held)) = final_boundary(&jobs, id, &mut max_rows) {
+        if let Some((boundary, held)) = final_boundary(&jobs, id) {
             for d in &mut data {
                 deliver_final(&jobs, id, d, boundary, held).await;
             }

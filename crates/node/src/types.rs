@@ -11,7 +11,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use napi_derive::napi;
 use ptyjobs_engine as engine;
 
-use crate::error::{Result, invalid};
+use crate::error::{Result, from_engine, invalid};
 
 /// Options of `new JobManager(options?)`: the engine's limits and defaults.
 #[napi(object)]
@@ -30,6 +30,10 @@ pub struct ManagerOptions {
     pub rows: Option<f64>,
     /// The shell that runs each command as `<shell> -c <command>`. Default `/bin/sh`.
     pub shell: Option<String>,
+    /// Longest `wait` with a `pattern`, `idleMs` or `port` condition, in milliseconds; a longer
+    /// `timeoutMs` is cut to it and the result says `capped: true`. Default 50 000 (the MCP
+    /// server's bound, below the 60 s many MCP clients allow a request).
+    pub max_wait_ms: Option<f64>,
 }
 
 /// Options of `execute(command, options?)`.
@@ -61,6 +65,29 @@ pub struct OutputOptions {
     pub offset: Option<f64>,
     /// Most lines to return. Default: all.
     pub limit: Option<f64>,
+    /// Most bytes of `output`: beyond it, the first and last lines are kept and a marker line
+    /// in the middle says how many lines and bytes were left out (`omittedLines`,
+    /// `omittedBytes`). `firstLine` and `nextOffset` still cover the whole range read.
+    /// Default: no limit.
+    pub max_bytes: Option<f64>,
+}
+
+/// Options of `tail(jobId, lines?, options?)`.
+#[napi(object)]
+#[derive(Default)]
+pub struct TailOptions {
+    /// Most bytes of `output`, as in `output()`'s `maxBytes`. Default: no limit.
+    pub max_bytes: Option<f64>,
+}
+
+/// Options of `search(jobId, pattern, options?)`.
+#[napi(object)]
+#[derive(Default)]
+pub struct SearchOptions {
+    /// Lines of context returned before and after each match. Default 0.
+    pub context: Option<f64>,
+    /// Most matches returned (`totalMatches` counts them all). Default: all.
+    pub max_matches: Option<f64>,
 }
 
 /// Options of `kill(jobId, options?)`.
@@ -75,11 +102,90 @@ pub struct KillOptions {
 }
 
 /// Options of `wait(jobId, options?)`.
+///
+/// With none of `pattern`, `idleMs`, `port`, the wait ends when the job does (or at
+/// `timeoutMs`) and resolves with the job's `JobInfo`. With any of them it ends at the first
+/// condition met, the job's exit included, and resolves with a `WaitResult` saying which.
 #[napi(object)]
 #[derive(Default)]
 pub struct WaitOptions {
-    /// Resolve with the still-running info after this many milliseconds. Default: no limit.
+    /// Give up after this many milliseconds. Without a condition: resolve with the
+    /// still-running info; default no limit. With a condition: resolve with reason
+    /// `timeout`; default and upper bound the manager's `maxWaitMs` (50 000 unless set), a
+    /// longer value being cut to it (`capped: true`: call again to keep waiting).
     pub timeout_ms: Option<f64>,
+    /// End when a line of clean output matches this regular expression (Rust `regex` syntax,
+    /// e.g. `(?i)listening on|ready`). By default only new lines count: those from the line
+    /// the cursor was on when the call began (it may still be completed) onwards.
+    pub pattern: Option<String>,
+    /// Also match the lines printed before the call (every line still held). Default false.
+    pub from_start: Option<bool>,
+    /// End when the job has printed nothing for this many milliseconds (at least 1): a
+    /// program waiting at its prompt, a build gone quiet.
+    pub idle_ms: Option<f64>,
+    /// End when a TCP connection to this port on localhost (127.0.0.1 or ::1) succeeds
+    /// (1..=65535); probed every 100 ms.
+    pub port: Option<f64>,
+}
+
+impl WaitOptions {
+    /// The engine's wait spec when a condition beyond exit and timeout was given (the
+    /// `WaitResult` form), `None` for a plain wait.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for a bad pattern, `idleMs` or `port`.
+    pub fn spec(&self, timeout: Option<Duration>) -> Result<Option<engine::WaitSpec>> {
+        if self.pattern.is_none() && self.idle_ms.is_none() && self.port.is_none() {
+            return Ok(None);
+        }
+        let port = self
+            .port
+            .map(|v| whole("port", v, 1, u64::from(u16::MAX)))
+            .transpose()?;
+        Ok(Some(engine::WaitSpec {
+            pattern: self
+                .pattern
+                .as_deref()
+                .map(engine::compile_pattern)
+                .transpose()
+                .map_err(from_engine)?,
+            from_start: self.from_start.unwrap_or(false),
+            idle: self
+                .idle_ms
+                .map(|v| whole("idleMs", v, 1, 1 << 50).map(Duration::from_millis))
+                .transpose()?,
+            port: port.map(|p| u16::try_from(p).unwrap_or(u16::MAX)),
+            timeout,
+        }))
+    }
+}
+
+/// Which condition ended a `wait` with a condition.
+#[napi(string_enum = "snake_case")]
+#[derive(Debug, PartialEq, Eq)]
+pub enum WaitReason {
+    /// The job ended (also when it ended right at the deadline).
+    Exited,
+    /// A line matched `pattern`.
+    Matched,
+    /// The job printed nothing for `idleMs`.
+    Idle,
+    /// `port` accepted a connection.
+    PortOpen,
+    /// `timeoutMs` (or `maxWaitMs`) passed first.
+    Timeout,
+}
+
+impl From<engine::WaitReason> for WaitReason {
+    fn from(r: engine::WaitReason) -> Self {
+        match r {
+            engine::WaitReason::Exited => Self::Exited,
+            engine::WaitReason::Matched => Self::Matched,
+            engine::WaitReason::Idle => Self::Idle,
+            engine::WaitReason::PortOpen => Self::PortOpen,
+            engine::WaitReason::Timeout => Self::Timeout,
+        }
+    }
 }
 
 /// A job's state.
@@ -210,8 +316,19 @@ pub struct Output {
     pub total_lines: f64,
     /// Lines evicted from the front of the transcript to respect `transcriptBytes`.
     pub dropped_lines: f64,
+    /// Absolute number below which every line is final: it scrolled off the screen (or was
+    /// cleared) and will never change. Lines from here on are still on screen and may change
+    /// while the job runs (once it has ended, none does).
+    pub final_lines: f64,
     /// True when this is not the whole requested range (evicted lines, or `limit`).
     pub truncated: bool,
+    /// Bytes (UTF-8) of `output`.
+    pub bytes: f64,
+    /// Lines left out of the middle of `output` to respect `maxBytes` (a marker line stands in
+    /// their place); 0 when nothing was.
+    pub omitted_lines: f64,
+    /// Bytes left out of the middle of `output` to respect `maxBytes`.
+    pub omitted_bytes: f64,
     /// The job's status at the time of the read.
     pub status: JobStatus,
 }
@@ -225,8 +342,129 @@ impl From<engine::OutputSlice> for Output {
             next_offset: num(s.next_offset),
             total_lines: num(s.total_lines),
             dropped_lines: num(s.dropped_lines),
+            final_lines: num(s.final_lines),
             truncated: s.truncated,
+            bytes: num(s.bytes),
+            omitted_lines: num(s.omitted_lines),
+            omitted_bytes: num(s.omitted_bytes),
             status: s.status.into(),
+        }
+    }
+}
+
+/// What ended a `wait` with a `pattern`, `idleMs` or `port` condition, and the job then.
+#[napi(object)]
+pub struct WaitResult {
+    /// `exited`, `matched`, `idle`, `port_open` or `timeout`.
+    pub reason: WaitReason,
+    /// The line that matched, for `matched`.
+    pub matched_line: Option<String>,
+    /// Its absolute line number (usable as `output()`'s `offset`), for `matched`.
+    pub line_number: Option<f64>,
+    /// True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
+    /// instead: call again to keep waiting.
+    pub capped: bool,
+    /// Milliseconds the wait took.
+    pub waited_ms: f64,
+    /// The job now.
+    pub info: JobInfo,
+    /// The job's last 10 lines now.
+    pub tail: Output,
+}
+
+impl From<engine::WaitOutcome> for WaitResult {
+    fn from(w: engine::WaitOutcome) -> Self {
+        Self {
+            reason: w.reason.into(),
+            matched_line: w.matched_line,
+            line_number: w.line_number.map(num),
+            capped: w.capped,
+            waited_ms: num(w.waited_ms),
+            info: w.info.into(),
+            tail: w.tail.into(),
+        }
+    }
+}
+
+/// The visible screen of a job's terminal: what a person looking at it sees now (a full-screen
+/// program's view included, which never enters the transcript).
+#[napi(object)]
+pub struct ScreenSnapshot {
+    /// Every visible row as text (trailing blanks trimmed), top to bottom.
+    pub rows: Vec<String>,
+    /// Cursor row, 0-based.
+    pub cursor_row: u32,
+    /// Cursor column, 0-based.
+    pub cursor_col: u32,
+    /// Terminal width.
+    pub cols: u32,
+    /// Terminal height (the length of `rows`).
+    pub height: u32,
+    /// Whether a full-screen program switched to the alternate screen (`vim`, `less`, `top`).
+    pub alternate_screen: bool,
+    /// The window title the program set (OSC 0/2), if any.
+    pub title: Option<String>,
+}
+
+impl From<engine::ScreenSnapshot> for ScreenSnapshot {
+    fn from(s: engine::ScreenSnapshot) -> Self {
+        Self {
+            rows: s.rows,
+            cursor_row: u32::from(s.cursor_row),
+            cursor_col: u32::from(s.cursor_col),
+            cols: u32::from(s.cols),
+            height: u32::from(s.height),
+            alternate_screen: s.alternate_screen,
+            title: s.title,
+        }
+    }
+}
+
+/// One line that matched a `search`, with its context.
+#[napi(object)]
+pub struct SearchMatch {
+    /// Absolute line number (usable as `output()`'s `offset`).
+    pub line: f64,
+    /// The matching line.
+    pub text: String,
+    /// Up to `context` lines before it, oldest first.
+    pub before: Vec<String>,
+    /// Up to `context` lines after it.
+    pub after: Vec<String>,
+}
+
+/// The result of a `search`.
+#[napi(object)]
+pub struct SearchResult {
+    /// The first `maxMatches` matches, in line order.
+    pub matches: Vec<SearchMatch>,
+    /// Every match in the held transcript, those not returned included.
+    pub total_matches: f64,
+    /// First line searched (the first line still held).
+    pub first_line: f64,
+    /// One past the last line searched: pass it as `output()`'s `offset` to read what is new.
+    pub next_offset: f64,
+    /// The job's status at the time of the search.
+    pub status: JobStatus,
+}
+
+impl From<engine::SearchResult> for SearchResult {
+    fn from(r: engine::SearchResult) -> Self {
+        Self {
+            matches: r
+                .matches
+                .into_iter()
+                .map(|m| SearchMatch {
+                    line: num(m.line),
+                    text: m.text,
+                    before: m.before,
+                    after: m.after,
+                })
+                .collect(),
+            total_matches: num(r.total_matches),
+            first_line: num(r.first_line),
+            next_offset: num(r.next_offset),
+            status: r.status.into(),
         }
     }
 }
@@ -261,6 +499,19 @@ pub fn millis(what: &str, v: f64) -> Result<Duration> {
 /// The largest whole number a JS number holds exactly.
 pub const MAX_SAFE: u64 = (1 << 53) - 1;
 
+/// A count or size (0 ..= 2^53 - 1) as a `usize`.
+pub fn count(what: &str, v: f64) -> Result<usize> {
+    Ok(usize::try_from(whole(what, v, 0, MAX_SAFE)?).unwrap_or(usize::MAX))
+}
+
+/// Fits `slice` into `max_bytes` when a budget was given.
+pub fn fitted(mut slice: engine::OutputSlice, max_bytes: Option<usize>) -> Output {
+    if let Some(max) = max_bytes {
+        slice.fit(max);
+    }
+    slice.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +523,54 @@ mod tests {
         for bad in [-1.0, 10.5, 11.0, f64::NAN, f64::INFINITY, -0.5] {
             let e = whole("n", bad, 0, 10).err().map(|e| e.status);
             assert_eq!(e, Some(crate::error::Code::InvalidArgument), "{bad}");
+        }
+    }
+
+    #[test]
+    fn wait_options_without_a_condition_are_a_plain_wait() {
+        let plain = WaitOptions {
+            timeout_ms: Some(5.0),
+            from_start: Some(true),
+            ..WaitOptions::default()
+        };
+        assert!(matches!(plain.spec(None), Ok(None)));
+    }
+
+    #[test]
+    fn wait_options_with_conditions_become_a_spec() {
+        let o = WaitOptions {
+            pattern: Some("^ready".into()),
+            idle_ms: Some(250.0),
+            port: Some(8080.0),
+            ..WaitOptions::default()
+        };
+        let spec = o.spec(Some(Duration::from_secs(3))).ok().flatten();
+        let spec = spec.as_ref();
+        assert!(spec.is_some_and(|s| s.pattern.as_ref().is_some_and(|p| p.is_match("ready!"))));
+        assert_eq!(spec.and_then(|s| s.idle), Some(Duration::from_millis(250)));
+        assert_eq!(spec.and_then(|s| s.port), Some(8080));
+        assert_eq!(spec.and_then(|s| s.timeout), Some(Duration::from_secs(3)));
+        assert!(spec.is_some_and(|s| !s.from_start));
+        for bad in [
+            WaitOptions {
+                pattern: Some("(".into()),
+                ..WaitOptions::default()
+            },
+            WaitOptions {
+                port: Some(0.0),
+                ..WaitOptions::default()
+            },
+            WaitOptions {
+                port: Some(65_536.0),
+                ..WaitOptions::default()
+            },
+            WaitOptions {
+                idle_ms: Some(0.0),
+                ..WaitOptions::default()
+            },
+        ] {
+            let e = bad.spec(None).err().map(|e| e.status);
+            assert_eq!(e, Some(crate::error::Code::InvalidArgument));
         }
     }
 
