@@ -12,8 +12,7 @@ use crate::signal::{self, KillOutcome, Signal};
 const AFTER_KILL: Duration = Duration::from_secs(2);
 
 impl Inner {
-    /// Ends a running job: `sig`, then SIGKILL after `grace`, then waits until no process of
-    /// it remains (bounded). Never holds a lock while waiting.
+    /// Ends a running job (see [`Inner::kill_many`]).
     pub(crate) async fn kill(
         &self,
         id: JobId,
@@ -21,28 +20,70 @@ impl Inner {
         grace: Duration,
         reason: &str,
     ) -> KillOutcome {
-        let Ok(job) = self.job(id) else {
-            return KillOutcome::NotFound;
-        };
-        {
-            let mut s = lock(&job.state);
-            if s.status.is_final() {
-                return KillOutcome::AlreadyTerminated;
+        self.kill_many(&[id], sig, grace, reason).await[0]
+    }
+
+    /// Ends running jobs together: `sig` to all, SIGKILL after `grace` to those still there,
+    /// then waits until no process of any of them remains (bounded). Signals and checks go
+    /// to all jobs at once, so ending a thousand jobs costs a few scans of `/proc`, not a
+    /// thousand. Never holds a lock while waiting.
+    pub(crate) async fn kill_many(
+        &self,
+        ids: &[JobId],
+        sig: Signal,
+        grace: Duration,
+        reason: &str,
+    ) -> Vec<KillOutcome> {
+        let mut outcomes = Vec::with_capacity(ids.len());
+        let mut jobs = Vec::new();
+        for &id in ids {
+            let Ok(job) = self.job(id) else {
+                outcomes.push(KillOutcome::NotFound);
+                continue;
+            };
+            {
+                let mut s = lock(&job.state);
+                if s.status.is_final() {
+                    outcomes.push(KillOutcome::AlreadyTerminated);
+                    continue;
+                }
+                s.kill_reason.get_or_insert_with(|| reason.to_owned());
             }
-            s.kill_reason.get_or_insert_with(|| reason.to_owned());
+            outcomes.push(KillOutcome::Killed);
+            jobs.push(job);
         }
-        signal::kill_job_processes(job.pid, sig.number());
-        if sig != Signal::KILL && !job.wait_final(grace).await {
-            signal::kill_job_processes(job.pid, libc::SIGKILL);
+        let pids: Vec<u32> = jobs.iter().map(|j| j.pid).collect();
+        if pids.is_empty() {
+            return outcomes;
         }
-        job.wait_final(AFTER_KILL).await;
+        signal::kill_jobs(&pids, sig.number());
+        if sig != Signal::KILL {
+            let deadline = Instant::now() + grace;
+            for job in &jobs {
+                job.wait_final(deadline.saturating_duration_since(Instant::now()))
+                    .await;
+            }
+            let left: Vec<u32> = jobs
+                .iter()
+                .filter(|j| !lock(&j.state).status.is_final())
+                .map(|j| j.pid)
+                .collect();
+            if !left.is_empty() {
+                signal::kill_jobs(&left, libc::SIGKILL);
+            }
+        }
+        let deadline = Instant::now() + AFTER_KILL;
+        for job in &jobs {
+            job.wait_final(deadline.saturating_duration_since(Instant::now()))
+                .await;
+        }
         // Processes that left the terminal but stayed in the session outlive the job's EOF.
         let deadline = Instant::now() + AFTER_KILL;
-        while !signal::job_processes(job.pid).is_empty() && Instant::now() < deadline {
-            signal::kill_job_processes(job.pid, libc::SIGKILL);
+        while !signal::live_processes(&pids).is_empty() && Instant::now() < deadline {
+            signal::kill_jobs(&pids, libc::SIGKILL);
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        KillOutcome::Killed
+        outcomes
     }
 }
 
@@ -50,11 +91,13 @@ impl Drop for Inner {
     /// A manager that goes away takes its jobs with it: no orphans.
     fn drop(&mut self) {
         let t = lock(&self.table);
-        for job in t.jobs.values() {
-            if !lock(&job.state).status.is_final() {
-                signal::kill_job_processes(job.pid, libc::SIGKILL);
-            }
-        }
+        let running: Vec<u32> = t
+            .jobs
+            .values()
+            .filter(|j| !lock(&j.state).status.is_final())
+            .map(|j| j.pid)
+            .collect();
+        signal::kill_jobs(&running, libc::SIGKILL);
     }
 }
 
@@ -69,7 +112,7 @@ impl JobManager {
             .await
     }
 
-    /// Kills every running job (TERM, grace, KILL) concurrently and waits for them.
+    /// Kills every running job (TERM, grace, KILL), all at once, and waits for them.
     pub async fn shutdown(&self) {
         let running: Vec<JobId> = {
             let t = lock(&self.inner.table);
@@ -80,12 +123,8 @@ impl JobManager {
                 .collect()
         };
         let grace = self.inner.config.kill_grace;
-        let kills = running.into_iter().map(|id| {
-            let inner = self.inner.clone();
-            tokio::spawn(async move { inner.kill(id, Signal::TERM, grace, "shutdown").await })
-        });
-        for k in kills.collect::<Vec<_>>() {
-            let _ = k.await;
-        }
+        self.inner
+            .kill_many(&running, Signal::TERM, grace, "shutdown")
+            .await;
     }
 }

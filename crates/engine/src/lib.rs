@@ -32,6 +32,7 @@ mod output;
 mod pty;
 mod search;
 mod signal;
+mod spawn;
 mod terminal;
 mod wait;
 

@@ -17,8 +17,9 @@ use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
 use crate::output::OutputSlice;
-use crate::pty::{self, ExitInfo, SpawnSpec, Spawner};
+use crate::pty::{self, ExitInfo};
 use crate::signal::{self, Signal};
+use crate::spawn::{self, SpawnSpec};
 use crate::terminal::{ScreenSnapshot, Terminal};
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
@@ -49,7 +50,6 @@ impl std::fmt::Debug for JobManager {
 pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
     pub(crate) runtime: tokio::runtime::Handle,
-    pub(crate) spawner: Spawner,
     pub(crate) table: Mutex<Table>,
 }
 
@@ -220,8 +220,7 @@ impl JobManager {
     /// A manager with `config`, using the current tokio runtime for its timers.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] outside a tokio runtime; [`Error::Io`] if the spawner thread
-    /// cannot start.
+    /// [`Error::InvalidArgument`] outside a tokio runtime.
     pub fn new(config: EngineConfig) -> Result<Self> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             Error::InvalidArgument("JobManager::new must be called inside a tokio runtime".into())
@@ -232,13 +231,13 @@ impl JobManager {
     /// A manager with `config` whose timers run on `runtime`.
     ///
     /// # Errors
-    /// [`Error::Io`] if the spawner thread cannot start.
+    /// None today; the `Result` leaves room for what a manager may have to open at start
+    /// (a state directory for persistent job records).
     pub fn with_runtime(config: EngineConfig, runtime: tokio::runtime::Handle) -> Result<Self> {
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 runtime,
-                spawner: Spawner::new()?,
                 table: Mutex::new(Table::default()),
             }),
         })
@@ -305,7 +304,7 @@ impl JobManager {
             cols,
             rows,
         };
-        let spawned = match inner.spawner.spawn(spawn_spec) {
+        let spawned = match spawn::spawn(&spawn_spec) {
             Ok(s) => s,
             Err(e) => {
                 let mut t = lock(&inner.table);
@@ -347,7 +346,7 @@ impl JobManager {
             manager: Arc::downgrade(inner),
         };
         if let Err(e) = pty::start_reader(job.pid, reader_fd, cfg.drain_timeout, sink) {
-            signal::kill_job_processes(job.pid, libc::SIGKILL);
+            signal::kill_jobs(&[job.pid], libc::SIGKILL);
             return Err(e);
         }
         if let Some(timeout) = spec.timeout {

@@ -1,22 +1,7 @@
-//! Open a PTY, spawn the child as a session leader on it, read it, reap it.
-//!
-//! Why not portable-pty on Unix: it silently runs a bad `cwd` in `$HOME`, cannot set
-//! `PR_SET_PDEATHSIG`, signals only the leader, blocks on kill, and its writer sends `\n` + ^D
-//! when dropped. This module does the few syscalls directly.
-//!
-//! Every spawn happens on one dedicated thread that lives as long as the manager: on Linux the
-//! child's `PR_SET_PDEATHSIG` fires when the *thread* that forked it ends, so forking from a
-//! short-lived runtime thread would kill jobs at random. When the manager is dropped, the thread
-//! ends and the jobs' shells get SIGKILL, as they should.
+//! The PTY side of a job: open the pair, read the master until EOF, reap the child, write.
+//! Starting the child on it is in [`crate::spawn`].
 
-use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -30,23 +15,6 @@ use crate::error::{Error, Result};
 /// Reads are this large; a PTY read returns at most a few KiB, but a big buffer lets one
 /// read take whatever the kernel has.
 const READ_BUF: usize = 64 * 1024;
-
-/// Everything needed to start one job's process.
-#[derive(Debug, Clone)]
-pub(crate) struct SpawnSpec {
-    pub shell: PathBuf,
-    pub command: String,
-    pub cwd: PathBuf,
-    pub env: BTreeMap<String, String>,
-    pub cols: u16,
-    pub rows: u16,
-}
-
-/// A started child: its pid (= process group = session id) and the PTY master.
-pub(crate) struct Spawned {
-    pub pid: u32,
-    pub master: OwnedFd,
-}
 
 /// How the job's shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,45 +33,13 @@ pub(crate) trait Sink: Send + 'static {
     fn exited(&self, exit: ExitInfo);
 }
 
-type Request = (SpawnSpec, mpsc::Sender<Result<Spawned>>);
-
-/// The dedicated spawning thread (see the module docs for why).
-pub(crate) struct Spawner {
-    tx: mpsc::Sender<Request>,
-}
-
-impl Spawner {
-    pub fn new() -> Result<Self> {
-        let (tx, rx) = mpsc::channel::<Request>();
-        std::thread::Builder::new()
-            .name("ptyjobs-spawner".into())
-            .stack_size(256 * 1024)
-            .spawn(move || {
-                for (spec, reply) in rx {
-                    let _ = reply.send(spawn(&spec));
-                }
-            })?;
-        Ok(Self { tx })
-    }
-
-    /// Starts a child; blocks the caller for the spawn itself (about a millisecond).
-    pub fn spawn(&self, spec: SpawnSpec) -> Result<Spawned> {
-        let (reply_tx, reply_rx) = mpsc::channel();
-        self.tx
-            .send((spec, reply_tx))
-            .map_err(|_| Error::Spawn("the spawner thread is gone".into()))?;
-        reply_rx
-            .recv()
-            .map_err(|_| Error::Spawn("the spawner thread is gone".into()))?
-    }
-}
-
-fn errno_io(e: Errno) -> std::io::Error {
+pub(crate) fn errno_io(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e as i32)
 }
 
-/// Opens a PTY pair, both ends close-on-exec so no other child inherits them.
-fn open_pty(cols: u16, rows: u16) -> Result<(OwnedFd, File)> {
+/// Opens a PTY master (close-on-exec, so no other child inherits it) of the given size and
+/// returns it with the path of its slave, which the child opens.
+pub(crate) fn open_pty(cols: u16, rows: u16) -> Result<(OwnedFd, String)> {
     let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
         .map_err(|e| match e {
             Errno::ENOSPC | Errno::EAGAIN | Errno::EMFILE | Errno::ENFILE => Error::LimitReached(
@@ -115,14 +51,20 @@ fn open_pty(cols: u16, rows: u16) -> Result<(OwnedFd, File)> {
     nix::pty::unlockpt(&master).map_err(|e| Error::Spawn(format!("unlockpt: {e}")))?;
     let name = pts_name(&master)?;
     let master: OwnedFd = master.into();
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags_noctty()
-        .open(&name)
-        .map_err(|e| Error::Spawn(format!("opening {name}: {e}")))?;
     set_size(&master, cols, rows)?;
-    Ok((master, slave))
+    Ok((master, name))
+}
+
+/// Makes reads and writes of the master non-blocking: the reader polls, and a write to a job
+/// that does not read must never block the caller.
+pub(crate) fn set_nonblocking(master: &OwnedFd) -> Result<()> {
+    let flags = fcntl(master, FcntlArg::F_GETFL).map_err(errno_io)?;
+    fcntl(
+        master,
+        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK),
+    )
+    .map_err(errno_io)?;
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]
@@ -132,19 +74,12 @@ fn pts_name(master: &nix::pty::PtyMaster) -> Result<String> {
 
 #[cfg(not(target_os = "linux"))]
 fn pts_name(master: &nix::pty::PtyMaster) -> Result<String> {
-    // SAFETY: ptsname is not thread-safe, but every spawn runs on the one spawner thread.
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // SAFETY: ptsname returns a static buffer; the lock serialises its callers here.
     unsafe { nix::pty::ptsname(master) }.map_err(|e| Error::Spawn(format!("ptsname: {e}")))
-}
-
-trait NoCtty {
-    fn custom_flags_noctty(&mut self) -> &mut Self;
-}
-
-impl NoCtty for std::fs::OpenOptions {
-    fn custom_flags_noctty(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
-    }
 }
 
 /// Sets the terminal size; the kernel sends SIGWINCH to the foreground process group.
@@ -161,78 +96,6 @@ pub(crate) fn set_size(master: &impl AsRawFd, cols: u16, rows: u16) -> Result<()
         return Err(Error::Io(std::io::Error::last_os_error()));
     }
     Ok(())
-}
-
-/// The environment every job gets on top of the server's: a capable terminal and no pager.
-fn job_env(extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
-        .filter(|(k, _)| k != "COLUMNS" && k != "LINES")
-        .collect();
-    for (k, v) in [
-        ("TERM", "xterm-256color"),
-        ("COLORTERM", "truecolor"),
-        ("PAGER", "cat"),
-        ("GIT_PAGER", "cat"),
-    ] {
-        env.insert(k.into(), v.into());
-    }
-    for (k, v) in extra {
-        env.insert(k.into(), v.into());
-    }
-    env.into_iter().collect()
-}
-
-fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
-    let (master, slave) = open_pty(spec.cols, spec.rows)?;
-    let mut cmd = Command::new(&spec.shell);
-    cmd.arg("-c")
-        .arg(&spec.command)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(job_env(&spec.env))
-        .stdin(Stdio::from(slave.try_clone()?))
-        .stdout(Stdio::from(slave.try_clone()?))
-        .stderr(Stdio::from(slave));
-    #[cfg(target_os = "linux")]
-    // SAFETY: getpid is async-signal-safe; read before fork for the check in the child.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe functions
-    // (setsid, ioctl, prctl, getppid, _exit) on values prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // stdin is the slave: make it this new session's controlling terminal.
-            if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            #[cfg(target_os = "linux")]
-            {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-            }
-            Ok(())
-        });
-    }
-    let child = cmd
-        .spawn()
-        .map_err(|e| Error::Spawn(format!("{}: {e}", spec.shell.display())))?;
-    // The parent's slave copies were dropped with `cmd`'s stdio when `spawn` returned: from now
-    // on only the job holds the slave open, so EOF on the master means the job let go of it.
-    drop(cmd);
-    let flags = fcntl(&master, FcntlArg::F_GETFL).map_err(errno_io)?;
-    fcntl(
-        &master,
-        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK),
-    )
-    .map_err(errno_io)?;
-    Ok(Spawned {
-        pid: child.id(),
-        master,
-    })
 }
 
 /// Starts the reader thread of a job: reads the master until EOF, reaps the child, and after
@@ -302,7 +165,7 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
                 break; // give up on a terminal that never closes
             }
             // A background process still holds the terminal: the job is over.
-            crate::signal::kill_job_processes(pid, libc::SIGKILL);
+            crate::signal::kill_jobs(&[pid], libc::SIGKILL);
             killed_leftovers = true;
             drain_until = Some(Instant::now() + Duration::from_secs(1));
         }

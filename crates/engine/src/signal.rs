@@ -120,36 +120,41 @@ impl KillOutcome {
     }
 }
 
-/// Sends `sig` to the job whose shell is `pid`: its process group and, on Linux, every other
-/// process still in its session (a job that made its own process groups). Errors are ignored:
-/// a process that is already gone is what we want.
-pub(crate) fn kill_job_processes(pid: u32, sig: i32) {
-    let Ok(pgid) = libc::pid_t::try_from(pid) else {
-        return;
-    };
-    // SAFETY: kill with a negative pid signals a process group; no memory is involved.
-    unsafe { libc::kill(-pgid, sig) };
-    for member in session_members(pid) {
+/// Sends `sig` to the jobs whose shells are `pids`: each one's process group and, on Linux,
+/// every other process still in its session (a job that made process groups of its own).
+/// One scan of `/proc` serves all of them. Errors are ignored: a process that is already gone
+/// is what we want.
+pub(crate) fn kill_jobs(pids: &[u32], sig: i32) {
+    for &pid in pids {
+        if let Ok(pgid) = libc::pid_t::try_from(pid) {
+            // SAFETY: kill with a negative pid signals a process group; no memory is involved.
+            unsafe { libc::kill(-pgid, sig) };
+        }
+    }
+    for member in session_members(pids) {
         // SAFETY: as above, for one process.
         unsafe { libc::kill(member as libc::pid_t, sig) };
     }
 }
 
-/// The live (non-zombie) processes of the job whose shell is `pid`: on Linux every process in
-/// its session; elsewhere its process group leader if alive.
-pub(crate) fn job_processes(pid: u32) -> Vec<u32> {
-    let mut found = session_members(pid);
+/// The live (non-zombie) processes of the jobs whose shells are `pids`: on Linux every process
+/// in their sessions; elsewhere their process groups' leaders that are alive.
+pub(crate) fn live_processes(pids: &[u32]) -> Vec<u32> {
+    let mut found = session_members(pids);
     if !cfg!(target_os = "linux") {
-        // SAFETY: signal 0 only checks for existence.
-        if unsafe { libc::kill(-(pid as libc::pid_t), 0) } == 0 {
-            found.push(pid);
+        for &pid in pids {
+            // SAFETY: signal 0 only checks for existence.
+            if unsafe { libc::kill(-(pid as libc::pid_t), 0) } == 0 {
+                found.push(pid);
+            }
         }
     }
     found
 }
 
 #[cfg(target_os = "linux")]
-fn session_members(sid: u32) -> Vec<u32> {
+fn session_members(sids: &[u32]) -> Vec<u32> {
+    let sids: std::collections::HashSet<u32> = sids.iter().copied().collect();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -163,7 +168,7 @@ fn session_members(sid: u32) -> Vec<u32> {
             continue;
         };
         if let Some((state, session)) = parse_stat(&stat)
-            && session == sid
+            && sids.contains(&session)
             && state != 'Z'
             && state != 'X'
         {
@@ -174,7 +179,7 @@ fn session_members(sid: u32) -> Vec<u32> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn session_members(_sid: u32) -> Vec<u32> {
+fn session_members(_sids: &[u32]) -> Vec<u32> {
     Vec::new()
 }
 

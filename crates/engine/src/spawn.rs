@@ -1,0 +1,224 @@
+//! Start a job's shell as the leader of a new session whose controlling terminal is its PTY.
+//!
+//! On Linux this is one `posix_spawn` with `POSIX_SPAWN_SETSID`, the slave opened by path as
+//! fd 0 (a session leader without a terminal acquires the first one it opens) and dup'd to 1
+//! and 2. glibc runs it as `clone(CLONE_VM | CLONE_VFORK)`, so its cost does not grow with the
+//! server: `fork()` (which any `pre_exec` hook forces) copies the page tables and took 70 ms per
+//! spawn here with 1,000 jobs' reader threads alive, against well under a millisecond.
+//! The price is `PR_SET_PDEATHSIG`, which needs code in the child: when the server dies, the
+//! PTY hang-up (its masters close) sends SIGHUP to each job's session, and tests prove no
+//! process is left.
+//!
+//! Why not portable-pty: it silently runs a bad `cwd` in `$HOME`, forks through `pre_exec`,
+//! signals only the leader, blocks on kill, and its writer sends `\n` + ^D when dropped.
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsString};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::pty;
+
+/// Everything needed to start one job's process.
+#[derive(Debug, Clone)]
+pub(crate) struct SpawnSpec {
+    pub shell: PathBuf,
+    pub command: String,
+    pub cwd: PathBuf,
+    pub env: BTreeMap<String, String>,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// A started child: its pid (= process group = session id) and the PTY master.
+pub(crate) struct Spawned {
+    pub pid: u32,
+    pub master: OwnedFd,
+}
+
+/// The environment every job gets on top of the server's: a capable terminal and no pager.
+fn job_env(extra: &BTreeMap<String, String>) -> BTreeMap<OsString, OsString> {
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
+        .filter(|(k, _)| k != "COLUMNS" && k != "LINES")
+        .collect();
+    for (k, v) in [
+        ("TERM", "xterm-256color"),
+        ("COLORTERM", "truecolor"),
+        ("PAGER", "cat"),
+        ("GIT_PAGER", "cat"),
+    ] {
+        env.insert(k.into(), v.into());
+    }
+    for (k, v) in extra {
+        env.insert(k.into(), v.into());
+    }
+    env
+}
+
+fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
+    CString::new(bytes).map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
+}
+
+/// Starts `spec` on a new PTY.
+pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
+    let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
+    let pid = start(spec, &slave_path)?;
+    pty::set_nonblocking(&master)?;
+    Ok(Spawned { pid, master })
+}
+
+#[cfg(target_os = "linux")]
+fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
+    use std::ptr::null_mut;
+
+    let shell = cstring(spec.shell.as_os_str().as_bytes(), "shell")?;
+    let args = [
+        shell.clone(),
+        cstring(b"-c", "")?,
+        cstring(spec.command.as_bytes(), "command")?,
+    ];
+    let env: Vec<CString> = job_env(&spec.env)
+        .into_iter()
+        .map(|(k, v)| cstring(&[k.as_bytes(), b"=", v.as_bytes()].concat(), "environment"))
+        .collect::<Result<_>>()?;
+    let slave = cstring(slave_path.as_bytes(), "terminal path")?;
+    let cwd = cstring(spec.cwd.as_os_str().as_bytes(), "cwd")?;
+    let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv.push(null_mut());
+    let mut envp: Vec<*mut libc::c_char> = env.iter().map(|e| e.as_ptr().cast_mut()).collect();
+    envp.push(null_mut());
+
+    let check = |rc: libc::c_int, what: &str| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Error::Spawn(format!(
+                "{what}: {}",
+                std::io::Error::from_raw_os_error(rc)
+            )))
+        }
+    };
+    // SAFETY: the attribute and file-action objects are initialised before use and destroyed
+    // on every path below; every pointer handed to posix_spawn points into CStrings and
+    // vectors that outlive the call, and argv/envp are NULL-terminated.
+    unsafe {
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        check(
+            libc::posix_spawnattr_init(&mut attr),
+            "posix_spawnattr_init",
+        )?;
+        if let Err(e) = check(
+            libc::posix_spawn_file_actions_init(&mut actions),
+            "file actions",
+        ) {
+            libc::posix_spawnattr_destroy(&mut attr);
+            return Err(e);
+        }
+        let result = (|| {
+            // A new session, an empty signal mask, and every signal at its default action
+            // (the server ignores SIGPIPE; a job must not inherit that).
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::sigemptyset(&mut none);
+            let flags = libc::POSIX_SPAWN_SETSID
+                | libc::POSIX_SPAWN_SETSIGMASK as libc::c_short
+                | libc::POSIX_SPAWN_SETSIGDEF as libc::c_short;
+            check(libc::posix_spawnattr_setflags(&mut attr, flags), "setflags")?;
+            check(
+                libc::posix_spawnattr_setsigmask(&mut attr, &none),
+                "setsigmask",
+            )?;
+            check(
+                libc::posix_spawnattr_setsigdefault(&mut attr, &all),
+                "setsigdefault",
+            )?;
+            // Opened after setsid, without O_NOCTTY: the slave becomes the controlling
+            // terminal of the new session.
+            check(
+                libc::posix_spawn_file_actions_addopen(
+                    &mut actions,
+                    0,
+                    slave.as_ptr(),
+                    libc::O_RDWR,
+                    0,
+                ),
+                "open the terminal",
+            )?;
+            check(
+                libc::posix_spawn_file_actions_adddup2(&mut actions, 0, 1),
+                "dup2",
+            )?;
+            check(
+                libc::posix_spawn_file_actions_adddup2(&mut actions, 0, 2),
+                "dup2",
+            )?;
+            check(
+                libc::posix_spawn_file_actions_addchdir_np(&mut actions, cwd.as_ptr()),
+                "chdir",
+            )?;
+            let mut pid: libc::pid_t = 0;
+            let rc = libc::posix_spawn(
+                &mut pid,
+                shell.as_ptr(),
+                &actions,
+                &attr,
+                argv.as_ptr(),
+                envp.as_ptr(),
+            );
+            if rc != 0 {
+                return Err(Error::Spawn(format!(
+                    "{}: {}",
+                    spec.shell.display(),
+                    std::io::Error::from_raw_os_error(rc)
+                )));
+            }
+            Ok(u32::try_from(pid).unwrap_or_default())
+        })();
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        libc::posix_spawnattr_destroy(&mut attr);
+        result
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(slave_path)
+        .map_err(|e| Error::Spawn(format!("opening {slave_path}: {e}")))?;
+    let mut cmd = Command::new(&spec.shell);
+    cmd.arg("-c")
+        .arg(&spec.command)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(job_env(&spec.env))
+        .stdin(Stdio::from(slave.try_clone()?))
+        .stdout(Stdio::from(slave.try_clone()?))
+        .stderr(Stdio::from(slave));
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
+    // functions (setsid, ioctl).
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // stdin is the slave: make it this new session's controlling terminal.
+            if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| Error::Spawn(format!("{}: {e}", spec.shell.display())))?;
+    Ok(child.id())
+}
