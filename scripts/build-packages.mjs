@@ -17,6 +17,7 @@ import { spawnSync } from 'node:child_process'
 import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { ROOT, NPM_DIR, platform, stamp, workspaceVersion, publishedTriples } from './version.mjs'
+import { mcpSmoke } from './mcp-smoke.mjs'
 
 const NODE_CRATE = join(ROOT, 'crates', 'node')
 
@@ -150,7 +151,11 @@ function checkServerVersion (triple, exe, version) {
     throw new Error(`${exe} --version printed ${JSON.stringify(out && out.trim())}, expected "${want}"`)
   }
   log(`${triple}: ${want}${runner.length ? ` (under ${runner[0]})` : ''}`)
+  smokes.push(mcpSmoke(runner, exe).then(() => log(`${triple}: MCP job ran${runner.length ? ` under ${runner[0]}` : ''}`)))
 }
+
+/** MCP sessions with the built servers (a short job each), awaited before the script ends. */
+const smokes = []
 
 function buildPackage (triple, opts, version) {
   const t = platform.TARGETS[triple]
@@ -235,6 +240,7 @@ function main () {
 
 try {
   main()
+  await Promise.all(smokes)
 } catch (err) {
   log(`ERROR: ${err.message}`)
   process.exit(1)
