@@ -82,14 +82,36 @@ impl JobManager {
     /// # Errors
     /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
     pub async fn interact(&self, id: JobId, input: &[u8], wait: Duration) -> Result<Interaction> {
+        self.interact_with(id, input, &[] as &[&str], wait).await
+    }
+
+    /// [`Self::interact`] with named keys pressed after `input` (see [`crate::encode_keys`]),
+    /// encoded for the program's cursor mode; the response to both is awaited together.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for an unknown key (nothing is written then),
+    /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
+    pub async fn interact_with<S: AsRef<str>>(
+        &self,
+        id: JobId,
+        input: &[u8],
+        keys: &[S],
+        wait: Duration,
+    ) -> Result<Interaction> {
         let job = self.inner.job(id)?;
         let master = job.master()?;
         let start = Instant::now();
         let deadline = start + wait;
-        let (mark, bytes_before, paste) = {
+        let (mark, bytes_before, paste, pressed) = {
             let s = lock(&job.state);
             let paste = s.term.bracketed_paste() && is_paste(input);
-            (s.term.cursor_line(), job.events.borrow().bytes, paste)
+            let pressed = encode_keys(keys, s.term.application_cursor())?;
+            (
+                s.term.cursor_line(),
+                job.events.borrow().bytes,
+                paste,
+                pressed,
+            )
         };
         let wrapped;
         let input = if paste {
@@ -107,6 +129,13 @@ impl JobManager {
             input.len() + input.iter().filter(|&&b| b == b'\n').count()
         } else {
             0
+        };
+        let joined;
+        let input = if pressed.is_empty() {
+            input
+        } else {
+            joined = [input, &pressed].concat();
+            &joined[..]
         };
         let mut rx = job.events.subscribe();
         let bytes_written = self.write_all(id, input, wait).await?;

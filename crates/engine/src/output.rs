@@ -38,6 +38,9 @@ pub struct OutputSlice {
     pub omitted_lines: u64,
     /// Bytes cut out of the middle of `output` to respect a byte budget.
     pub omitted_bytes: u64,
+    /// Absolute number of the first line (or of the line whose middle) was cut out by
+    /// [`Self::fit`]: read the gap with `offset = omitted_from`, `limit = omitted_lines`.
+    pub omitted_from: Option<u64>,
     /// The job's status at the time of the read.
     pub status: JobStatus,
 }
@@ -68,12 +71,16 @@ impl OutputSlice {
             }
             tail_start = i + 1;
         }
-        if head_end == 0 && tail_start == self.output.len() {
+        let whole_lines = !(head_end == 0 && tail_start == self.output.len());
+        if !whole_lines {
             // No line boundary fits: keep the head and tail of the text itself.
             head_end = floor_char_boundary(&self.output, half);
             tail_start = ceil_char_boundary(&self.output, self.output.len() - half);
         }
         let head = &self.output[..head_end];
+        let head_lines =
+            head.matches('\n').count() as u64 + u64::from(whole_lines && !head.is_empty());
+        let omitted_from = self.first_line + head_lines;
         let tail = &self.output[tail_start..];
         let kept_lines = if head.is_empty() {
             0
@@ -87,7 +94,9 @@ impl OutputSlice {
         let omitted_bytes = (tail_start - head_end) as u64;
         let omitted_lines = total_lines.saturating_sub(kept_lines);
         let marker = format!(
-            "[... {omitted_lines} lines, {omitted_bytes} bytes omitted; read them with offset/limit ...]"
+            "[... {omitted_lines} lines, {omitted_bytes} bytes omitted: read them with \
+             offset={omitted_from} limit={} ...]",
+            omitted_lines.max(1)
         );
         let mut out = String::with_capacity(head.len() + marker.len() + tail.len() + 2);
         out.push_str(head);
@@ -103,6 +112,7 @@ impl OutputSlice {
         self.bytes = self.output.len() as u64;
         self.omitted_lines += omitted_lines;
         self.omitted_bytes += omitted_bytes;
+        self.omitted_from = self.omitted_from.or(Some(omitted_from));
     }
 }
 
@@ -189,6 +199,7 @@ mod tests {
             bytes: text.len() as u64,
             omitted_lines: 0,
             omitted_bytes: 0,
+            omitted_from: None,
             status: JobStatus::Running,
         }
     }
@@ -204,6 +215,16 @@ mod tests {
         assert!(s.output.contains("lines, "), "{}", s.output);
         let kept = s.output.lines().filter(|l| l.starts_with("line")).count() as u64;
         assert_eq!(kept + s.omitted_lines, 1000);
+        let head = s
+            .output
+            .lines()
+            .take_while(|l| l.starts_with("line"))
+            .count() as u64;
+        assert_eq!(s.omitted_from, Some(head));
+        assert!(
+            s.output
+                .contains(&format!("offset={head} limit={}", s.omitted_lines))
+        );
         assert_eq!(s.bytes, s.output.len() as u64);
     }
 
@@ -213,6 +234,7 @@ mod tests {
         s.fit(1000);
         assert!(s.output.len() <= 1000);
         assert!(s.omitted_bytes > 0);
+        assert_eq!(s.omitted_from, Some(0));
         let mut small = slice_of("short");
         small.fit(1000);
         assert_eq!(small.output, "short");

@@ -377,6 +377,7 @@ impl Terminal {
             bytes,
             omitted_lines: 0,
             omitted_bytes: 0,
+            omitted_from: None,
             status,
         }
     }

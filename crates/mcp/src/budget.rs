@@ -26,21 +26,10 @@ pub fn requested(max_bytes: Option<u64>) -> usize {
 }
 
 /// Fits `slice` into `max_bytes` and returns the absolute number of the first line left out
-/// (`None` when nothing was). The engine's marker does not carry that number, so it is found
-/// here as the first line of the fitted text that differs from the original.
+/// (`None` when nothing was).
 pub fn fit(slice: &mut OutputSlice, max_bytes: usize) -> Option<u64> {
-    if slice.output.len() <= max_bytes {
-        return None;
-    }
-    let before = std::mem::take(&mut slice.output);
-    slice.output.clone_from(&before);
     slice.fit(max_bytes);
-    let kept_head = before
-        .split('\n')
-        .zip(slice.output.split('\n'))
-        .take_while(|(a, b)| a == b)
-        .count() as u64;
-    Some(slice.first_line + kept_head)
+    slice.omitted_from
 }
 
 #[cfg(test)]
