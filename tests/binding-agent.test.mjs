@@ -7,38 +7,9 @@ import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import { randomUUID } from 'node:crypto'
 import { createServer } from 'node:net'
+import { waitUntil } from './helpers/common.mjs'
+import { JobManager, manager, assertCode } from './helpers/binding.mjs'
 
-const require = createRequire(import.meta.url)
-const { JobManager } = require('../crates/node/index.js')
-
-/** Polls `condition` until it returns a truthy value; throws after `ms`. */
-async function waitUntil (condition, ms = 10_000, what = 'condition') {
-  const deadline = Date.now() + ms
-  let delay = 5
-  for (;;) {
-    const v = await condition()
-    if (v) return v
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, delay))
-    delay = Math.min(delay * 2, 100)
-  }
-}
-
-/** A manager closed (jobs killed) when the test ends. */
-function manager (t, options = {}) {
-  const m = new JobManager({ killGraceMs: 500, ...options })
-  t.after(() => m.close())
-  return m
-}
-
-/** Asserts that `fn` throws (or rejects with) an Error whose code is `code`. */
-async function assertCode (fn, code) {
-  await assert.rejects(async () => fn(), (e) => {
-    assert.ok(e instanceof Error, `expected an Error, got ${e}`)
-    assert.equal(e.code, code, `code of: ${e.message}`)
-    return true
-  })
-}
 
 /** A TCP port on localhost that nothing listens on right now. */
 async function freePort () {

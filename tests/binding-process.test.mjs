@@ -7,35 +7,10 @@ import { spawn, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { waitUntil, sessionProcesses } from './helpers/common.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const INDEX = join(ROOT, 'crates', 'node', 'index.js')
-
-/** Polls `condition` until it returns a truthy value; throws after `ms`. */
-async function waitUntil (condition, ms = 10_000, what = 'condition') {
-  const deadline = Date.now() + ms
-  let delay = 5
-  for (;;) {
-    const v = await condition()
-    if (v) return v
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, delay))
-    delay = Math.min(delay * 2, 100)
-  }
-}
-
-/** Pids of live (non-zombie) processes whose session id is `sid`. */
-function sessionProcesses (sid) {
-  const found = []
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    let stat
-    try { stat = readFileSync(`/proc/${name}/stat`, 'utf8') } catch { continue }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    if (fields[0] !== 'Z' && Number(fields[3]) === sid) found.push(Number(name))
-  }
-  return found
-}
 
 /**
  * Runs `body` in a fresh `node` process with `jobs` bound to a new JobManager. The body prints

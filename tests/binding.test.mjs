@@ -3,57 +3,13 @@
 // (its jobs killed) when the test ends, pass or fail.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { createRequire } from 'node:module'
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { waitUntil, sessionProcesses } from './helpers/common.mjs'
+import { JobManager, manager, assertCode } from './helpers/binding.mjs'
 
-const require = createRequire(import.meta.url)
-const { JobManager } = require('../crates/node/index.js')
-
-/** Polls `condition` until it returns a truthy value; throws after `ms`. */
-async function waitUntil (condition, ms = 10_000, what = 'condition') {
-  const deadline = Date.now() + ms
-  let delay = 5
-  for (;;) {
-    const v = await condition()
-    if (v) return v
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, delay))
-    delay = Math.min(delay * 2, 100)
-  }
-}
-
-/** A manager closed (jobs killed) when the test ends. */
-function manager (t, options = {}) {
-  const m = new JobManager({ killGraceMs: 500, ...options })
-  t.after(() => m.close())
-  return m
-}
-
-/** Pids of live (non-zombie) processes whose session id is `sid`. */
-function sessionProcesses (sid) {
-  const found = []
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    let stat
-    try { stat = readFileSync(`/proc/${name}/stat`, 'utf8') } catch { continue }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    // fields: state ppid pgrp session ...
-    if (fields[0] !== 'Z' && Number(fields[3]) === sid) found.push(Number(name))
-  }
-  return found
-}
-
-/** Asserts that `fn` throws (or rejects with) an Error whose code is `code`. */
-async function assertCode (fn, code) {
-  await assert.rejects(async () => fn(), (e) => {
-    assert.ok(e instanceof Error, `expected an Error, got ${e}`)
-    assert.equal(e.code, code, `code of: ${e.message}`)
-    return true
-  })
-}
 
 test('execute, status, list and wait: the job info', async (t) => {
   const m = manager(t)

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
+import { waitUntil, sessionProcesses } from './common.mjs'
+export { waitUntil, sessionProcesses as sessionMembers }
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const NPM_DIR = join(ROOT, 'npm')
@@ -17,19 +19,6 @@ export const VERSION = JSON.parse(readFileSync(join(NPM_DIR, 'ptyjobs', 'package
 export const HOST_TRIPLE = platform.candidateTriples({ platform: process.platform, arch: process.arch, libc: platform.detectLibc() })[0]
 export const HOST_PACKAGE_DIR = join(NPM_DIR, HOST_TRIPLE || 'unsupported')
 export const HOST_BINARY = join(HOST_PACKAGE_DIR, platform.binaryName(process.platform))
-
-/** Poll `condition` (sync or async) until it returns a truthy value or `ms` pass. */
-export async function waitUntil (condition, ms, what = 'condition') {
-  const deadline = Date.now() + ms
-  let delay = 5
-  for (;;) {
-    const v = await condition()
-    if (v) return v
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, delay))
-    delay = Math.min(delay * 2, 100)
-  }
-}
 
 /** A temp dir removed by the returned cleanup list (see Cleanup). */
 export class Cleanup {
@@ -185,20 +174,6 @@ export async function runJobThroughMcp (client, command, marker, ms = 20_000) {
     return !output.isError && JSON.stringify(output).includes(marker)
   }, ms, `${marker} in get_job_output`)
   return { tools, jobId, output }
-}
-
-/** Processes (not zombies) whose session id is `sid` (Linux /proc). */
-export function sessionMembers (sid) {
-  const out = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (fields[0] !== 'Z' && Number(fields[3]) === sid) out.push(Number(entry))
-    } catch (_) {}
-  }
-  return out
 }
 
 /** [pid, sessionId] of live processes whose command line contains `marker`. */
