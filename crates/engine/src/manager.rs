@@ -73,6 +73,9 @@ pub(crate) struct Job {
     pub(crate) started_at: Instant,
     pub(crate) state: Mutex<State>,
     pub(crate) events: watch::Sender<JobEvent>,
+    /// Becomes true when the job is final. Separate from `events` so that waiting for the end
+    /// does not wake up for every batch of output.
+    pub(crate) done: watch::Sender<bool>,
 }
 
 pub(crate) struct State {
@@ -132,9 +135,9 @@ impl Job {
 
     /// Waits until the job is final or `timeout` passes; true if final.
     pub(crate) async fn wait_final(&self, timeout: Duration) -> bool {
-        let mut rx = self.events.subscribe();
+        let mut rx = self.done.subscribe();
         matches!(
-            tokio::time::timeout(timeout, rx.wait_for(|e| e.finished)).await,
+            tokio::time::timeout(timeout, rx.wait_for(|&done| done)).await,
             Ok(Ok(_))
         )
     }
@@ -160,6 +163,7 @@ impl pty::Sink for JobSink {
             inner.retire(self.job.id);
         }
         self.job.events.send_modify(|e| e.finished = true);
+        self.job.done.send_replace(true);
     }
 }
 
@@ -315,6 +319,7 @@ impl JobManager {
         let master = Arc::new(spawned.master);
         let reader_fd = master.try_clone()?;
         let (events, _) = watch::channel(JobEvent::default());
+        let (done, _) = watch::channel(false);
         let job = Arc::new(Job {
             id: JobId::new(),
             name: spec.name.clone(),
@@ -335,6 +340,7 @@ impl JobManager {
                 master: Some(master),
             }),
             events,
+            done,
         });
         {
             let mut t = lock(&inner.table);
@@ -425,16 +431,7 @@ impl JobManager {
     /// [`Error::JobNotFound`].
     pub async fn wait(&self, id: JobId, timeout: Option<Duration>) -> Result<JobInfo> {
         let job = self.inner.job(id)?;
-        let mut rx = job.events.subscribe();
-        let done = rx.wait_for(|e| e.finished);
-        match timeout {
-            Some(t) => {
-                let _ = tokio::time::timeout(t, done).await;
-            }
-            None => {
-                let _ = done.await;
-            }
-        }
+        job.wait_final(timeout.unwrap_or(Duration::MAX)).await;
         Ok(job.info())
     }
 

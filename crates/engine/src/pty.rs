@@ -208,10 +208,15 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
 }
 
 /// Reads everything the master has now. Returns true at EOF (EIO: no process holds the
-/// terminal any more). One PTY read returns at most a few KiB; reads are gathered into the
-/// whole buffer before the sink sees them, so a fast producer is parsed in large batches.
+/// terminal any more).
+///
+/// One PTY read returns at most a few KiB. While a producer is streaming (the last read filled
+/// a whole PTY chunk), reads are gathered for up to [`COALESCE`] into the whole buffer before
+/// the sink sees them: large batches let the fast path skip the emulator for most lines and
+/// save a wake-up per chunk. Small output (a prompt, an echo) is delivered at once.
 fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> bool {
     let mut filled = 0;
+    let mut streaming_until: Option<Instant> = None;
     let eof = loop {
         if filled == buf.len() {
             sink.data(&buf[..filled]);
@@ -219,8 +224,21 @@ fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> bool {
         }
         match nix::unistd::read(master, &mut buf[filled..]) {
             Ok(0) => break true,
-            Ok(n) => filled += n,
-            Err(Errno::EAGAIN) => break false,
+            Ok(n) => {
+                filled += n;
+                if n >= PTY_CHUNK && streaming_until.is_none() {
+                    streaming_until = Some(Instant::now() + COALESCE);
+                }
+            }
+            Err(Errno::EAGAIN) => {
+                let Some(until) = streaming_until else {
+                    break false;
+                };
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() || !readable_within(master, left) {
+                    break false;
+                }
+            }
             Err(Errno::EINTR) => continue,
             Err(_) => break true, // EIO
         }
@@ -229,6 +247,18 @@ fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> bool {
         sink.data(&buf[..filled]);
     }
     eof
+}
+
+/// A read at least this large suggests a producer that is streaming: more is on its way.
+const PTY_CHUNK: usize = 1024;
+/// How long reads of a streaming producer are gathered into one batch.
+const COALESCE: Duration = Duration::from_millis(2);
+
+/// Whether the master becomes readable within `wait`.
+fn readable_within(master: &OwnedFd, wait: Duration) -> bool {
+    let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
+    let ms = u16::try_from(wait.as_millis().max(1)).unwrap_or(u16::MAX);
+    matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
 }
 
 /// Writes as much of `data` as the terminal takes without blocking.
