@@ -1,38 +1,69 @@
-//! The emulator alone, without a PTY: how fast `Terminal::feed` consumes each kind of output.
+//! The terminal model alone, without a PTY: how fast `Terminal::feed` consumes each kind of
+//! output, with the engine's fast path (`Terminal::new`) and through the vt100 emulator only
+//! (`Terminal::emulator_only`, the reference the fast path is tested against).
+//!
+//! `parse [MB] [CHUNK]` (defaults 50 MB, 65536-byte chunks) feeds the same bytes to both, three
+//! times each, interleaved, and prints the median rates and their ratio.
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
-use std::io::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use ptyjobs_engine::Terminal;
+use ptyjobs_bench::{KINDS, sample};
+use ptyjobs_engine::{EngineConfig, Terminal};
+
+fn feed(mut t: Terminal, data: &[u8], chunk: usize) -> Duration {
+    let start = Instant::now();
+    for c in data.chunks(chunk) {
+        t.feed(c);
+    }
+    t.finish();
+    start.elapsed()
+}
 
 fn main() {
-    let mb: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(50);
-    let mut data = Vec::new();
-    let mut i = 0u64;
-    while data.len() < mb * 1_000_000 {
-        writeln!(
-            data,
-            "line {i:08} the quick brown fox jumps over the lazy dog\r"
-        )
-        .expect("w");
-        i += 1;
-    }
-    let mut t = Terminal::new(120, 40, 4 << 20, 64 << 10);
-    let start = Instant::now();
-    let chunk_size: usize = std::env::args()
-        .nth(2)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(65536);
-    for chunk in data.chunks(chunk_size) {
-        t.feed(chunk);
-    }
-    let el = start.elapsed();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let mb = args.first().copied().unwrap_or(50);
+    let chunk = args.get(1).copied().unwrap_or(65536);
+    let c = EngineConfig::default();
+    let new = || Terminal::new(c.cols, c.rows, c.transcript_bytes, c.max_line_bytes);
+    let emu = || Terminal::emulator_only(c.cols, c.rows, c.transcript_bytes, c.max_line_bytes);
+    println!("## Terminal model alone (no PTY)\n");
     println!(
-        "feed: {:.0} MB/s",
-        data.len() as f64 / el.as_secs_f64() / 1e6
+        "{mb} MB fed in {chunk}-byte chunks to a {}×{} terminal, median of 3.\n",
+        c.cols, c.rows
     );
+    println!("| output | engine (fast path) | vt100 emulator only | ratio |");
+    println!("|---|---|---|---|");
+    for kind in KINDS {
+        // As the PTY delivers it: its line discipline turns `\n` into `\r\n`.
+        let s: Vec<u8> = sample(kind)
+            .into_iter()
+            .flat_map(|b| {
+                if b == b'\n' {
+                    vec![b'\r', b'\n']
+                } else {
+                    vec![b]
+                }
+            })
+            .collect();
+        let data: Vec<u8> = s.iter().copied().cycle().take(mb * 1_000_000).collect();
+        let (mut f, mut e) = (vec![], vec![]);
+        for _ in 0..3 {
+            f.push(feed(new(), &data, chunk));
+            e.push(feed(emu(), &data, chunk));
+        }
+        f.sort();
+        e.sort();
+        let rate = |d: Duration| data.len() as f64 / d.as_secs_f64() / 1e6;
+        println!(
+            "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × |",
+            rate(f[1]),
+            rate(e[1]),
+            rate(f[1]) / rate(e[1])
+        );
+    }
+    println!();
 }

@@ -1,7 +1,13 @@
 //! Output throughput: the same producer read by a bare PTY reader and through the engine.
 //!
-//! `throughput [MB]` runs each kind of output (plain lines, ANSI-coloured lines, `\r` progress
-//! updates) three times per reader, interleaved, and prints medians and ratios as Markdown.
+//! `throughput [MB]` (default 200) runs each kind of output (plain lines, ANSI-coloured lines,
+//! `\r` progress updates) three times per reader, interleaved, and prints medians and ratios:
+//! - bare: this process opens a PTY, runs the producer on it and reads the master to EIO with
+//!   no processing at all — the physical limit;
+//! - vt100 only: the same bare reader feeding every read into `Terminal::emulator_only` (what a
+//!   design that sends every byte through the emulator on the reader's thread would get);
+//! - engine: `JobManager::execute` → `wait`, i.e. spawn → job final with all output held.
+//!
 //! `throughput produce <kind> <bytes>` is the producer itself.
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
@@ -11,36 +17,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use ptyjobs_engine::{EngineConfig, JobManager, JobSpec};
-
-const KINDS: [&str; 3] = ["plain", "ansi", "progress"];
+use ptyjobs_bench::{KINDS, sample, target_row, targets_header};
+use ptyjobs_engine::{EngineConfig, JobManager, JobSpec, Terminal};
 
 fn produce(kind: &str, total: usize) {
-    let mut chunk = Vec::with_capacity(1 << 16);
-    let mut i = 0u64;
-    while chunk.len() < 60_000 {
-        match kind {
-            "plain" => writeln!(
-                chunk,
-                "line {i:08} the quick brown fox jumps over the lazy dog"
-            ),
-            "ansi" => writeln!(
-                chunk,
-                "\x1b[32mINFO\x1b[0m line {i:08} \x1b[1mthe quick\x1b[0m brown fox"
-            ),
-            _ => write!(
-                chunk,
-                "\rprogress {:3}% [{:<40}]",
-                i % 101,
-                "#".repeat((i % 41) as usize)
-            ),
-        }
-        .expect("write");
-        if kind == "progress" && i % 100 == 99 {
-            chunk.push(b'\n');
-        }
-        i += 1;
-    }
+    let chunk = sample(kind);
     let mut out = std::io::stdout().lock();
     let mut written = 0;
     while written < total {
@@ -55,8 +36,8 @@ fn producer_command(kind: &str, bytes: usize) -> String {
     format!("{} produce {kind} {bytes}", exe.display())
 }
 
-/// Reads a PTY with no processing at all: the physical limit.
-fn bare(kind: &str, bytes: usize) -> Duration {
+/// Reads a PTY to EIO, feeding `term` if given (nothing else): the physical limit.
+fn bare(kind: &str, bytes: usize, mut term: Option<Terminal>) -> Duration {
     let t = Instant::now();
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let slave = std::fs::File::from(pty.slave);
@@ -73,10 +54,18 @@ fn bare(kind: &str, bytes: usize) -> Duration {
     loop {
         match nix::unistd::read(pty.master.as_fd(), &mut buf) {
             Ok(0) | Err(Errno::EIO) => break,
-            Ok(n) => got += n,
+            Ok(n) => {
+                got += n;
+                if let Some(t) = term.as_mut() {
+                    t.feed(&buf[..n]);
+                }
+            }
             Err(Errno::EINTR) => {}
             Err(e) => panic!("read: {e}"),
         }
+    }
+    if let Some(t) = term.as_mut() {
+        t.finish();
     }
     child.wait().expect("wait");
     assert!(got >= bytes, "bare reader got {got} of {bytes}");
@@ -110,33 +99,59 @@ fn main() {
     }
     let mb: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
     let bytes = mb * 1_000_000;
+    let c = EngineConfig::default();
+    let emu = || Terminal::emulator_only(c.cols, c.rows, c.transcript_bytes, c.max_line_bytes);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("rt");
+    let mut verdicts = Vec::new();
+    println!("## Output throughput\n");
+    println!(
+        "{mb} MB per run from the same producer under a PTY, spawn → all output read (bare) or \
+         job final with all output held (engine); median of 3, interleaved.\n"
+    );
+    println!(
+        "| output | bare PTY reader | bare reader + vt100 only | ratio | through ptyjobs' engine | ratio |"
+    );
+    println!("|---|---|---|---|---|---|");
     rt.block_on(async {
         let m = JobManager::new(EngineConfig {
             max_running: 4,
             ..EngineConfig::default()
         })
         .expect("manager");
-        println!("| output ({mb} MB) | bare PTY reader | through ptyjobs | ratio |");
-        println!("|---|---|---|---|");
         for kind in KINDS {
-            let (mut b, mut e) = (Vec::new(), Vec::new());
+            let (mut b, mut v, mut e) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..3 {
-                b.push(bare(kind, bytes));
+                b.push(bare(kind, bytes, None));
+                v.push(bare(kind, bytes, Some(emu())));
                 e.push(engine(&m, kind, bytes).await);
             }
-            let (b, e) = (median(b), median(e));
+            let (b, v, e) = (median(b), median(v), median(e));
             let rate = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e6;
+            let re = b.as_secs_f64() / e.as_secs_f64();
             println!(
-                "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × |",
+                "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × | {:.0} MB/s | {re:.2} × |",
                 rate(b),
+                rate(v),
+                b.as_secs_f64() / v.as_secs_f64(),
                 rate(e),
-                b.as_secs_f64() / e.as_secs_f64()
             );
+            let want = if kind == "plain" { 0.8 } else { 0.6 };
+            verdicts.push(target_row(
+                &format!("{kind}: through ptyjobs ≥ {want} × bare PTY reader"),
+                &format!("{re:.2} ×"),
+                re >= want,
+            ));
         }
+        m.shutdown().await;
     });
+    println!();
+    println!("{}", targets_header());
+    for v in verdicts {
+        println!("{v}");
+    }
+    println!();
 }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs every ptyjobs benchmark and writes the results to docs/BENCHMARKS.md.
+#
+#   bench/run.sh            full run (about 5 minutes on 2 cores)
+#   bench/run.sh --quick    small sizes, results to stdout only (a smoke test of the benches)
+#
+# Builds the release `ptyjobs` binary and the bench programs into $CARGO_TARGET_DIR (default:
+# the workspace's target/), then runs, one after another: throughput, parse, roundtrip,
+# startup, scale, bounded (each documented at the top of bench/src/bin/<name>.rs). Every
+# figure is printed beside its reference measured in the same run, with the ratio; the rows
+# that carry a target verdict are gathered into the summary at the top. Not part of the tests.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+quick=false
+[[ ${1:-} == --quick ]] && quick=true
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+date_start=$(date -u '+%Y-%m-%d %H:%M UTC')
+cargo build --release --quiet -p ptyjobs-mcp -p ptyjobs-bench
+bin=$CARGO_TARGET_DIR/release
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+if $quick; then
+  sizes=(20 5 1000 3 100 100 50)
+else
+  sizes=(200 50 10000 20 1000 2000 1000)
+fi
+started=$(date +%s)
+"$bin/throughput" "${sizes[0]}" >"$tmp/s1.md"
+"$bin/parse" "${sizes[1]}" >"$tmp/s2.md"
+"$bin/roundtrip" "${sizes[2]}" >"$tmp/s3.md"
+"$bin/startup" "${sizes[3]}" >"$tmp/s4.md"
+"$bin/scale" "${sizes[4]}" "${sizes[5]}" >"$tmp/s5.md"
+"$bin/bounded" "${sizes[6]}" >"$tmp/s6.md"
+took=$(( $(date +%s) - started ))
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+{
+  echo "# ptyjobs benchmarks"
+  echo
+  echo "Written by \`bench/run.sh\`; do not edit by hand (the analysis at the end comes from"
+  echo "\`bench/ANALYSIS.md\`). Every figure stands beside its reference measured in the same run:"
+  echo "on a shared, noisy machine only the ratios mean something."
+  echo
+  echo "- Command: \`bench/run.sh\` (from the repository root)"
+  echo "- Date: $date_start; the run took ${took} s"
+  if commit=$(git rev-parse --short HEAD 2>/dev/null); then
+    git diff --quiet HEAD -- crates Cargo.toml || commit="$commit (crates/ modified in the work tree)"
+  else
+    commit="${PTYJOBS_BENCH_COMMIT:-unknown (not a git work tree)}"
+  fi
+  echo "- Commit: $commit"
+  echo "- Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'),"
+  echo "  Linux $(uname -r), $(awk '/MemTotal/ {printf "%.1f GB", $2/1048576}' /proc/meminfo) RAM"
+  echo "- Load average (1, 5, 15 min): $load_start at the start, $load_end at the end"
+  echo
+  echo "## Targets"
+  echo
+  echo "| target | measured | verdict |"
+  echo "|---|---|---|"
+  grep -h -e '| \*\*met\*\* |$' -e '| \*\*not met\*\* |$' "$tmp"/s*.md
+  echo
+  cat "$tmp"/s*.md
+  if [[ -f bench/ANALYSIS.md ]]; then
+    cat bench/ANALYSIS.md
+  fi
+} >"$tmp/all.md"
+
+if $quick; then
+  cat "$tmp/all.md"
+else
+  mkdir -p docs
+  cp "$tmp/all.md" docs/BENCHMARKS.md
+  echo "wrote docs/BENCHMARKS.md"
+fi

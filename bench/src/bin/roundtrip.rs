@@ -1,0 +1,151 @@
+//! Tool round trip through the real `ptyjobs` release binary, against the rmcp SDK's floor.
+//!
+//! `roundtrip [CALLS]` (default 10,000) starts `ptyjobs --max-jobs 1000` and the trivial rmcp
+//! server `rmcp_ping` (same SDK, same transport, no tools) and drives both with one lean
+//! JSON-RPC client (newline-delimited JSON on the child's stdio, after `initialize` and
+//! `notifications/initialized`). Calls go one at a time — send, read the answer — in ten
+//! interleaved rounds so both sides see the same machine noise. Measured:
+//! - `ping` on `rmcp_ping` (the floor) and on `rmcp_ping --stdio` (the SDK's generic stdio);
+//! - `ping`, `get_job_status` (of a finished job) and `execute_command("true")` on `ptyjobs`;
+//! - a raw PTY spawn of `sh -c true` done by this process: openpty, fork, setsid, TIOCSCTTY,
+//!   exec — the engine's own mechanism without the engine — until `spawn` returns (the
+//!   reference of `execute_command`, whose answer comes once the job is spawned), and until
+//!   the child is reaped.
+//!
+//! Prints medians and p99s with the ratios, and the issue's targets with verdicts.
+
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ptyjobs_bench::{Rpc, Stats, fmt_d, ratio, raw_pty_spawn, sibling, target_row, targets_header};
+use serde_json::{Value, json};
+
+const ROUNDS: usize = 10;
+
+fn server(name: &str, args: &[&str]) -> Rpc {
+    let mut cmd = Command::new(sibling(name));
+    cmd.args(args);
+    let mut rpc = Rpc::spawn(cmd);
+    rpc.initialize();
+    rpc
+}
+
+fn time_calls(rpc: &mut Rpc, n: usize, out: &mut Vec<Duration>, method: &str, params: &Value) {
+    for _ in 0..n {
+        let t = Instant::now();
+        rpc.call(method, params.clone());
+        out.push(t.elapsed());
+    }
+}
+
+fn main() {
+    let calls: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000);
+    let per = calls.div_ceil(ROUNDS);
+    let mut floor = server("rmcp_ping", &[]);
+    let mut generic = server("rmcp_ping", &["--stdio"]);
+    let mut pj = server("ptyjobs", &["--max-jobs", "1000"]);
+
+    let job = pj.tool("execute_command", json!({"command": "echo ready"}));
+    let job_id = job["job_id"].as_str().expect("job_id").to_string();
+    pj.tool("wait_for_job", json!({"job_id": job_id}));
+
+    let ping = json!({});
+    let status = json!({"name": "get_job_status", "arguments": {"job_id": job_id}});
+    let exec = json!({"name": "execute_command", "arguments": {"command": "true"}});
+    let [mut f, mut g, mut p, mut s, mut e, mut raw, mut raw_exit]: [Vec<Duration>; 7] =
+        Default::default();
+    for _ in 0..ROUNDS {
+        time_calls(&mut floor, per, &mut f, "ping", &ping);
+        time_calls(&mut generic, per, &mut g, "ping", &ping);
+        time_calls(&mut pj, per, &mut p, "ping", &ping);
+        time_calls(&mut pj, per, &mut s, "tools/call", &status);
+        time_calls(&mut pj, per, &mut e, "tools/call", &exec);
+        for _ in 0..per {
+            let t = Instant::now();
+            let mut r = raw_pty_spawn("true");
+            raw.push(t.elapsed());
+            r.child.wait().expect("wait");
+            raw_exit.push(t.elapsed());
+        }
+    }
+    let exec_answer = pj.call("tools/call", exec.clone());
+    assert!(
+        exec_answer["structuredContent"]["job_id"].is_string(),
+        "{exec_answer}"
+    );
+    floor.close(Duration::from_secs(5));
+    generic.close(Duration::from_secs(5));
+    pj.close(Duration::from_secs(10));
+
+    let [f, g, p, s, e, raw, raw_exit]: [Stats; 7] =
+        [f, g, p, s, e, raw, raw_exit].map(|v: Vec<Duration>| Stats::of(&v));
+    println!("## Tool round trip\n");
+    println!(
+        "One call at a time, {} calls each, {ROUNDS} interleaved rounds; \
+         median (p99). Reference measured in the same run.\n",
+        f.n
+    );
+    println!("| call | median (p99) | reference | median (p99) | ratio of medians |");
+    println!("|---|---|---|---|---|");
+    let row = |name: &str, a: Stats, rname: &str, b: Stats| {
+        println!(
+            "| {name} | {} ({}) | {rname} | {} ({}) | {} |",
+            fmt_d(a.median),
+            fmt_d(a.p99),
+            fmt_d(b.median),
+            fmt_d(b.p99),
+            ratio(a.median.as_secs_f64(), b.median.as_secs_f64())
+        );
+    };
+    let floor_name = "trivial rmcp server `ping`";
+    row("`get_job_status` (ptyjobs)", s, floor_name, f);
+    row("`ping` (ptyjobs)", p, floor_name, f);
+    row("`ping`, rmcp generic `stdio()`", g, floor_name, f);
+    row(
+        "`execute_command(\"true\")` (ptyjobs)",
+        e,
+        "raw PTY spawn of `sh -c true`",
+        raw,
+    );
+    row(
+        "raw PTY spawn → child reaped",
+        raw_exit,
+        "raw PTY spawn of `sh -c true`",
+        raw,
+    );
+    println!();
+    println!("{}", targets_header());
+    let limit = f.median.as_secs_f64() * 1.5;
+    println!(
+        "{}",
+        target_row(
+            "`get_job_status` ≤ 1.5 × rmcp ping floor",
+            &format!(
+                "{} vs floor {} = {}",
+                fmt_d(s.median),
+                fmt_d(f.median),
+                ratio(s.median.as_secs_f64(), f.median.as_secs_f64())
+            ),
+            s.median.as_secs_f64() <= limit
+        )
+    );
+    let over = e.median.as_secs_f64() - raw.median.as_secs_f64();
+    println!(
+        "{}",
+        target_row(
+            "`execute_command` ≤ PTY spawn + 0.5 ms",
+            &format!(
+                "{} vs spawn {}: +{:.3} ms",
+                fmt_d(e.median),
+                fmt_d(raw.median),
+                over * 1e3
+            ),
+            over <= 0.5e-3
+        )
+    );
+    println!();
+}

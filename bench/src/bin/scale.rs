@@ -1,0 +1,217 @@
+//! Scale: 1000 concurrent idle jobs, then 2000 short jobs in sequence.
+//!
+//! `scale [JOBS] [SHORT]` (defaults 1000 and 2000):
+//! 1. Reference, no server: this process starts JOBS `sh -c 'sleep 1000'` under fresh PTYs
+//!    itself (fork + setsid + TIOCSCTTY, the engine's mechanism), then kills every process
+//!    group with SIGTERM and reaps — timed until no live process of any of those sessions is
+//!    left in `/proc` (zombies ignored).
+//! 2. `ptyjobs --max-jobs JOBS`: RSS, threads (`/proc/<pid>/status`), open fds
+//!    (`/proc/<pid>/fd`) and `list_jobs` latency (median of 20) at rest; JOBS
+//!    `execute_command("sleep 1000")` one after another (timed); the same figures with JOBS
+//!    running; `kill_job` for each (pipelined 100 at a time), timed until no live process of
+//!    any job remains; then SHORT `execute_command("true")` + `wait_for_job`, one job at a
+//!    time, and the open fds compared with the figure at rest.
+
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+use std::collections::HashSet;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ptyjobs_bench::{
+    Rpc, Stats, fd_count, fmt_d, live_in_sessions, proc_status, ratio, raw_pty_spawn, rss_mb,
+    sibling, target_row, targets_header,
+};
+use serde_json::json;
+
+/// Polls until no live process of `sessions` is left (at most 30 s); returns whether it emptied.
+fn until_gone(sessions: &HashSet<i32>) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(30) {
+        if live_in_sessions(sessions) == 0 {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+fn list_latency(rpc: &mut Rpc) -> Stats {
+    let v: Vec<Duration> = (0..20)
+        .map(|_| rpc.timed(|r| r.tool("list_jobs", json!({}))).0)
+        .collect();
+    Stats::of(&v)
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let jobs = args.first().copied().unwrap_or(1000);
+    let short = args.get(1).copied().unwrap_or(2000);
+
+    // 1. The reference: the same processes without ptyjobs.
+    let t = Instant::now();
+    let mut raw: Vec<_> = (0..jobs).map(|_| raw_pty_spawn("sleep 1000")).collect();
+    let raw_start = t.elapsed();
+    let raw_sessions: HashSet<i32> = raw.iter().map(|r| r.child.id() as i32).collect();
+    let t = Instant::now();
+    for r in &raw {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(r.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    for r in &mut raw {
+        r.child.wait().expect("wait");
+    }
+    let raw_gone = until_gone(&raw_sessions);
+    let raw_kill = t.elapsed();
+    drop(raw);
+    assert!(raw_gone, "reference processes survived");
+
+    // 2. Through the server.
+    let mut cmd = Command::new(sibling("ptyjobs"));
+    cmd.args(["--max-jobs", &jobs.to_string()]);
+    let mut pj = Rpc::spawn(cmd);
+    pj.initialize();
+    let pid = pj.pid();
+    std::thread::sleep(Duration::from_millis(200));
+    let (rss0, thr0, fd0) = (rss_mb(pid), proc_status(pid, "Threads"), fd_count(pid));
+    let list0 = list_latency(&mut pj);
+
+    let t = Instant::now();
+    let mut ids = Vec::with_capacity(jobs);
+    let mut sessions = HashSet::new();
+    for _ in 0..jobs {
+        let r = pj.tool("execute_command", json!({"command": "sleep 1000"}));
+        ids.push(r["job_id"].as_str().expect("job_id").to_string());
+        sessions.insert(r["pid"].as_i64().expect("pid") as i32);
+    }
+    let start_all = t.elapsed();
+    std::thread::sleep(Duration::from_millis(500));
+    let (rss1, thr1, fd1) = (rss_mb(pid), proc_status(pid, "Threads"), fd_count(pid));
+    let list1 = list_latency(&mut pj);
+    let live_before = live_in_sessions(&sessions);
+
+    let t = Instant::now();
+    for batch in ids.chunks(100) {
+        for id in batch {
+            pj.send(
+                "tools/call",
+                json!({"name": "kill_job", "arguments": {"job_id": id}}),
+            );
+        }
+        for _ in batch {
+            let (_, v) = pj.recv();
+            let st = &v["result"]["structuredContent"]["status"];
+            assert_eq!(st, "killed", "{v}");
+        }
+    }
+    let answered = t.elapsed();
+    let gone = until_gone(&sessions);
+    let kill_all = t.elapsed();
+    std::thread::sleep(Duration::from_millis(500));
+    let (rss2, thr2, fd2) = (rss_mb(pid), proc_status(pid, "Threads"), fd_count(pid));
+
+    let t = Instant::now();
+    for _ in 0..short {
+        let r = pj.tool("execute_command", json!({"command": "true"}));
+        let w = pj.tool("wait_for_job", json!({"job_id": r["job_id"]}));
+        assert_eq!(w["status"], "completed", "{w}");
+    }
+    let short_time = t.elapsed();
+    let t = Instant::now();
+    while fd_count(pid) > fd0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (rss3, thr3, fd3) = (rss_mb(pid), proc_status(pid, "Threads"), fd_count(pid));
+    pj.close(Duration::from_secs(10));
+
+    println!("## Scale\n");
+    println!(
+        "{jobs} idle jobs (`sleep 1000`) started through `ptyjobs --max-jobs {jobs}` one call \
+         after another, then killed with `kill_job` (pipelined 100 at a time); the reference \
+         starts and kills the same processes under fresh PTYs with no server. \
+         {live_before} live job processes counted before the kill.\n"
+    );
+    println!("| measure | ptyjobs | reference | reference value | ratio |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| start {jobs} jobs | {} ({:.2} ms/job) | raw PTY spawns, no server | {} | {} |",
+        fmt_d(start_all),
+        start_all.as_secs_f64() * 1e3 / jobs as f64,
+        fmt_d(raw_start),
+        ratio(start_all.as_secs_f64(), raw_start.as_secs_f64())
+    );
+    println!(
+        "| kill all → no process left | {} (all `kill_job` answered after {}) | killpg + reap, no server | {} | {} |",
+        fmt_d(kill_all),
+        fmt_d(answered),
+        fmt_d(raw_kill),
+        ratio(kill_all.as_secs_f64(), raw_kill.as_secs_f64())
+    );
+    println!(
+        "| server RSS with {jobs} jobs | {rss1:.1} MB (+{:.1} KiB/job) | at rest | {rss0:.1} MB | {} |",
+        (rss1 - rss0) * 1e6 / 1024.0 / jobs as f64,
+        ratio(rss1, rss0)
+    );
+    println!(
+        "| server threads with {jobs} jobs | {thr1} | at rest | {thr0} | {} |",
+        ratio(thr1 as f64, thr0 as f64)
+    );
+    println!(
+        "| server open fds with {jobs} jobs | {fd1} | at rest | {fd0} | {} |",
+        ratio(fd1 as f64, fd0 as f64)
+    );
+    println!(
+        "| `list_jobs` with {jobs} jobs, median (p99) | {} ({}) | with no job | {} ({}) | {} |",
+        fmt_d(list1.median),
+        fmt_d(list1.p99),
+        fmt_d(list0.median),
+        fmt_d(list0.p99),
+        ratio(list1.median.as_secs_f64(), list0.median.as_secs_f64())
+    );
+    println!(
+        "| after the kill: RSS / threads / fds | {rss2:.1} MB / {thr2} / {fd2} | at rest | {rss0:.1} MB / {thr0} / {fd0} | |"
+    );
+    println!(
+        "| {short} short jobs (`true`) in sequence | {} ({:.2} ms/job) | | | |",
+        fmt_d(short_time),
+        short_time.as_secs_f64() * 1e3 / short as f64
+    );
+    println!(
+        "| after them: RSS / threads / fds | {rss3:.1} MB / {thr3} / {fd3} | at rest | {rss0:.1} MB / {thr0} / {fd0} | |"
+    );
+    println!();
+    println!("{}", targets_header());
+    println!(
+        "{}",
+        target_row(
+            &format!("{jobs} idle jobs ≤ 250 MB server RSS"),
+            &format!("{rss1:.1} MB"),
+            rss1 <= 250.0
+        )
+    );
+    println!(
+        "{}",
+        target_row(
+            "all killed within grace (3 s) + 2 s, nothing left",
+            &format!(
+                "{}, {}",
+                fmt_d(kill_all),
+                if gone { "none left" } else { "processes left" }
+            ),
+            gone && kill_all <= Duration::from_secs(5)
+        )
+    );
+    println!(
+        "{}",
+        target_row(
+            &format!("fds back at baseline after {short} jobs"),
+            &format!("{fd3} vs {fd0} at rest"),
+            fd3 <= fd0
+        )
+    );
+    println!();
+}
