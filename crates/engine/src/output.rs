@@ -130,7 +130,12 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// Final lines of a job, bounded in bytes.
+/// What holding one line costs beside its text: the `String` header in the deque and the
+/// allocator's rounding. Charged against the cap so that it bounds memory, not just text
+/// (a million one-character lines would otherwise cost ~50 MB under a 16 MB cap).
+const LINE_OVERHEAD: usize = 48;
+
+/// Final lines of a job, bounded in bytes (text plus [`LINE_OVERHEAD`] per line).
 #[derive(Debug)]
 pub struct Transcript {
     lines: VecDeque<String>,
@@ -141,8 +146,8 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    /// An empty transcript holding at most `cap_bytes` bytes of text (at least one line is
-    /// always held, whatever its size).
+    /// An empty transcript holding at most `cap_bytes` bytes (text plus a fixed overhead per
+    /// line; at least one line is always held, whatever its size).
     pub fn new(cap_bytes: usize) -> Self {
         Self {
             lines: VecDeque::new(),
@@ -154,11 +159,11 @@ impl Transcript {
 
     /// Appends one final line and evicts from the front while over the cap.
     pub fn push(&mut self, line: String) {
-        self.bytes += line.len() + 1;
+        self.bytes += line.len() + LINE_OVERHEAD;
         self.lines.push_back(line);
         while self.bytes > self.cap_bytes && self.lines.len() > 1 {
             if let Some(old) = self.lines.pop_front() {
-                self.bytes -= old.len() + 1;
+                self.bytes -= old.len() + LINE_OVERHEAD;
                 self.first += 1;
             }
         }
@@ -242,17 +247,17 @@ mod tests {
 
     #[test]
     fn eviction_keeps_absolute_numbers() {
-        let mut t = Transcript::new(20);
+        let mut t = Transcript::new(3 * (5 + LINE_OVERHEAD) + 1);
         for i in 0..10 {
             t.push(format!("line{i}"));
         }
-        // each line is 6 bytes with its newline: 3 fit in 20 bytes
+        // each line costs its 5 bytes of text plus the overhead: 3 fit
         assert_eq!(t.first_line(), 7);
         assert_eq!(t.end_line(), 10);
         assert_eq!(t.iter_from(7).next(), Some("line7"));
         assert_eq!(t.iter_from(8).collect::<Vec<_>>(), ["line8", "line9"]);
         assert_eq!(t.iter_from(0).count(), 3);
-        assert!(t.bytes <= 20);
+        assert!(t.bytes <= 3 * (5 + LINE_OVERHEAD) + 1);
     }
 
     #[test]

@@ -158,7 +158,7 @@ async fn finished_jobs_are_listed_newest_first_up_to_the_cap() {
 
 #[tokio::test]
 async fn no_byte_is_missing_once_a_job_is_final() {
-    let m = manager();
+    let m = manager_with(|c| c.transcript_bytes = 32 << 20);
     for _ in 0..5 {
         let (info, out) = run(&m, "seq 1 100000").await;
         assert_eq!(info.status, JobStatus::Completed);
