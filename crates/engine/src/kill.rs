@@ -56,32 +56,53 @@ impl Inner {
         if pids.is_empty() {
             return outcomes;
         }
-        signal::kill_jobs(&pids, sig.number());
+        // The process groups first: that is every process of nearly every job, and needs no
+        // look at the rest of the system.
+        signal::signal_groups(&pids, sig.number());
         if sig != Signal::KILL {
             let deadline = Instant::now() + grace;
             for job in &jobs {
                 job.wait_final(deadline.saturating_duration_since(Instant::now()))
                     .await;
             }
-            let left: Vec<u32> = jobs
-                .iter()
-                .filter(|j| !lock(&j.state).status.is_final())
-                .map(|j| j.pid)
-                .collect();
-            if !left.is_empty() {
-                signal::kill_jobs(&left, libc::SIGKILL);
+        }
+        let left: Vec<u32> = jobs
+            .iter()
+            .filter(|j| !lock(&j.state).status.is_final())
+            .map(|j| j.pid)
+            .collect();
+        if !left.is_empty() {
+            signal::kill_jobs(&left, libc::SIGKILL);
+            let deadline = Instant::now() + AFTER_KILL;
+            for job in &jobs {
+                job.wait_final(deadline.saturating_duration_since(Instant::now()))
+                    .await;
+            }
+        }
+        // Verify: processes the job put in process groups of their own, still in its session,
+        // get the same treatment (signal, grace, SIGKILL).
+        let survivors = |since| {
+            let pids = pids.clone();
+            async move {
+                tokio::task::spawn_blocking(move || signal::live_processes(&pids, since))
+                    .await
+                    .unwrap_or_default()
+            }
+        };
+        let mut rest = survivors(Instant::now()).await;
+        if !rest.is_empty() && sig != Signal::KILL {
+            signal::signal_processes(&rest, sig.number());
+            let deadline = Instant::now() + grace;
+            while !rest.is_empty() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                rest = survivors(Instant::now()).await;
             }
         }
         let deadline = Instant::now() + AFTER_KILL;
-        for job in &jobs {
-            job.wait_final(deadline.saturating_duration_since(Instant::now()))
-                .await;
-        }
-        // Processes that left the terminal but stayed in the session outlive the job's EOF.
-        let deadline = Instant::now() + AFTER_KILL;
-        while !signal::live_processes(&pids).is_empty() && Instant::now() < deadline {
-            signal::kill_jobs(&pids, libc::SIGKILL);
+        while !rest.is_empty() && Instant::now() < deadline {
+            signal::signal_processes(&rest, libc::SIGKILL);
             tokio::time::sleep(Duration::from_millis(10)).await;
+            rest = survivors(Instant::now()).await;
         }
         outcomes
     }
