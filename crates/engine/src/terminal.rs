@@ -57,6 +57,16 @@ struct Capture {
 }
 
 impl Capture {
+    fn new(transcript_bytes: usize, max_line_bytes: usize) -> Self {
+        Self {
+            transcript: Transcript::new(transcript_bytes),
+            pending: String::new(),
+            max_line_bytes: max_line_bytes.max(1),
+            title: None,
+            discard: 0,
+        }
+    }
+
     fn push_text(&mut self, text: &str, line_ends: bool) {
         self.pending.push_str(text);
         while self.pending.len() > self.max_line_bytes {
@@ -139,6 +149,8 @@ pub struct Terminal {
     model: Option<LineModel>,
     /// A scroll region or insert mode is set: the fast path's picture of the screen is wrong.
     unusual_modes: (bool, bool),
+    /// The last screen, once the job ended and the emulator was dropped ([`Self::finish`]).
+    frozen: Option<ScreenSnapshot>,
 }
 
 impl std::fmt::Debug for Terminal {
@@ -153,13 +165,7 @@ impl Terminal {
     /// A blank terminal of `cols` × `rows` whose transcript holds at most `transcript_bytes`
     /// and splits lines longer than `max_line_bytes`.
     pub fn new(cols: u16, rows: u16, transcript_bytes: usize, max_line_bytes: usize) -> Self {
-        let capture = Capture {
-            transcript: Transcript::new(transcript_bytes),
-            pending: String::new(),
-            max_line_bytes: max_line_bytes.max(1),
-            title: None,
-            discard: 0,
-        };
+        let capture = Capture::new(transcript_bytes, max_line_bytes);
         Self {
             parser: vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture),
             held: Vec::new(),
@@ -168,6 +174,7 @@ impl Terminal {
             fast: true,
             model: None,
             unusual_modes: (false, false),
+            frozen: None,
         }
     }
 
@@ -226,7 +233,10 @@ impl Terminal {
         self.process(&buf[start..]);
     }
 
-    /// Feeds whatever was held back; call once the PTY reached EOF.
+    /// Feeds whatever was held back; call once the PTY reached EOF. Then everything is final:
+    /// the lines still on screen join the transcript, and the emulator (a screenful of cells,
+    /// most of a finished job's memory) gives way to a snapshot of its rows, which
+    /// [`Self::screen`] keeps returning.
     pub fn finish(&mut self) {
         let mut held = std::mem::take(&mut self.held);
         if !self.utf8_tail.is_empty() {
@@ -235,6 +245,20 @@ impl Terminal {
         }
         self.model = None;
         self.parser.process(&held);
+        if self.frozen.is_some() {
+            return;
+        }
+        let snapshot = self.screen();
+        let lines = self.screen_lines();
+        let one = nonzero(1);
+        let mut capture = std::mem::replace(self.parser.callbacks_mut(), Capture::new(0, 1));
+        capture.pending.clear();
+        for line in lines {
+            capture.push_text(&line, true);
+        }
+        self.parser = vt100::Parser::new_with_callbacks(one, one, 0, capture);
+        self.saved_main = Vec::new();
+        self.frozen = Some(snapshot);
     }
 
     /// Acts on a watched sequence before the emulator applies it.
@@ -273,6 +297,9 @@ impl Terminal {
     /// The main screen's lines as they would enter the transcript now (the unfinished scrolled
     /// line first), without trailing blank lines.
     fn screen_lines(&self) -> Vec<String> {
+        if self.frozen.is_some() {
+            return Vec::new();
+        }
         let screen = self.parser.screen();
         if screen.alternate_screen() {
             return self.saved_main.clone();
@@ -393,6 +420,9 @@ impl Terminal {
 
     /// The visible screen right now.
     pub fn screen(&self) -> ScreenSnapshot {
+        if let Some(frozen) = &self.frozen {
+            return frozen.clone();
+        }
         let screen = self.parser.screen();
         let (height, cols) = screen.size();
         let (cursor_row, cursor_col) = screen.cursor_position();

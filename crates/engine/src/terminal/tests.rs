@@ -213,3 +213,23 @@ fn slices_report_ranges_and_truncation() {
     );
     assert_eq!(t.tail(2, JobStatus::Running).output, "c\nd");
 }
+
+#[test]
+fn finishing_makes_every_line_final_and_keeps_the_last_screen() {
+    let mut t = Terminal::new(20, 5, 1 << 20, 1 << 16);
+    t.feed(b"one\r\ntwo\r\nprompt> ");
+    let (text, screen) = (t.text(), t.screen());
+    let before = t.slice(None, None, JobStatus::Running);
+    assert!(before.final_lines < before.total_lines);
+    t.finish();
+    assert_eq!(t.text(), text);
+    assert_eq!(t.screen(), screen, "the last screen is still shown after the end");
+    let after = t.slice(None, None, JobStatus::Completed);
+    assert_eq!((after.final_lines, after.total_lines), (3, 3));
+    // A program that died on the alternate screen: its main-screen text is what stays.
+    let mut t = Terminal::new(20, 5, 1 << 20, 1 << 16);
+    t.feed(b"before\r\n\x1b[?1049hTUI");
+    t.finish();
+    assert_eq!(t.text(), "before");
+    assert!(t.screen().alternate_screen);
+}
