@@ -165,10 +165,12 @@ async fn deliver<T: 'static + JsValuesTupleIntoVec>(cb: &Callback<T>, value: T) 
     }
 }
 
-/// The absolute line number below which every line is final, and the first line still held.
+/// The absolute line number below which every line is final, and the first line still held;
+/// `None` once the job has ended (then the watcher's exit branch delivers the rest, without
+/// a newline after the last line).
 fn final_boundary(jobs: &JobManager, id: JobId) -> Option<(u64, u64)> {
     let probe = jobs.output(id, Some(u64::MAX), Some(0)).ok()?;
-    Some((probe.final_lines, probe.dropped_lines))
+    (!probe.status.is_final()).then_some((probe.final_lines, probe.dropped_lines))
 }
 
 /// Delivers the final lines of `id` that `d` has not had yet, below `boundary`.
