@@ -85,7 +85,7 @@ function cannotBuild (triple) {
   if (!t.supported) return 'not supported: the engine is Unix-only (no ConPTY code yet)'
   if (t.server.endsWith('-msvc') && process.platform !== 'win32') return 'MSVC targets build only on Windows'
   if (t.os === 'darwin' && process.platform !== 'darwin' && !process.env.SDKROOT) {
-    return 'needs the macOS SDK (the server links CoreFoundation, via chrono -> iana-time-zone): build on macOS, or set SDKROOT for cargo-zigbuild'
+    return 'needs the macOS SDK (linking for Apple targets needs its system libraries; zig ships none): build on macOS, or set SDKROOT for cargo-zigbuild'
   }
   const cross = [t.server, t.addon].filter((x) => !nativeFor(x))
   if (cross.length && !zigbuild()) return `needs cargo-zigbuild + zig for ${cross.join(', ')} (cargo install cargo-zigbuild; pip install ziglang)`
