@@ -72,7 +72,9 @@ impl Inner {
             .map(|j| j.pid)
             .collect();
         if !left.is_empty() {
-            signal::kill_jobs(&left, libc::SIGKILL);
+            // kill_jobs scans /proc for the sessions: a blocking read, kept off the runtime.
+            let _ =
+                tokio::task::spawn_blocking(move || signal::kill_jobs(&left, libc::SIGKILL)).await;
             let deadline = Instant::now() + AFTER_KILL;
             for job in &jobs {
                 job.wait_final(deadline.saturating_duration_since(Instant::now()))

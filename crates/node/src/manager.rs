@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use napi::bindgen_prelude::{Buffer, Either, Env, Function, PromiseRaw};
+use napi::bindgen_prelude::{Buffer, Either, Env, Function, JsValuesTupleIntoVec, PromiseRaw};
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 use ptyjobs_engine::{self as engine, EngineConfig, JobId, JobSpec, Signal};
 use tokio::runtime::Handle;
 
 use crate::error::{Code, JsErr, Result, err, from_engine, into_napi};
-use crate::stream::Streams;
+use crate::stream::{Callback, Streams};
 use crate::types::{
     ExecuteOptions, JobInfo, KillOptions, KillResult, MAX_SAFE, ManagerOptions, Output,
     OutputOptions, ScreenSnapshot, SearchOptions, SearchResult, TailOptions, WaitOptions,
@@ -399,13 +399,7 @@ impl JobManager {
         job_id: String,
         callback: Function<'_, String, UnknownReturnValue>,
     ) -> Result<()> {
-        let id = parse_id(&job_id)?;
-        self.jobs.status(id).map_err(from_engine)?;
-        let cb = callback
-            .build_threadsafe_function()
-            .weak::<false>()
-            .build()
-            .map_err(napi_err)?;
+        let (id, cb) = self.listener(&job_id, callback)?;
         self.streams.on_data(&self.jobs, &self.runtime, id, cb);
         Ok(())
     }
@@ -425,13 +419,7 @@ impl JobManager {
         job_id: String,
         callback: Function<'_, JobInfo, UnknownReturnValue>,
     ) -> Result<()> {
-        let id = parse_id(&job_id)?;
-        self.jobs.status(id).map_err(from_engine)?;
-        let cb = callback
-            .build_threadsafe_function()
-            .weak::<false>()
-            .build()
-            .map_err(napi_err)?;
+        let (id, cb) = self.listener(&job_id, callback)?;
         self.streams.on_exit(&self.jobs, &self.runtime, id, cb);
         Ok(())
     }
@@ -450,6 +438,25 @@ impl JobManager {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), streams.idle()).await;
             Ok(())
         })
+    }
+}
+
+impl JobManager {
+    /// The job a listener is for (it must exist) and its callback as a thread-safe function
+    /// (released by the stream when the job has ended).
+    fn listener<T: 'static + JsValuesTupleIntoVec>(
+        &self,
+        job_id: &str,
+        callback: Function<'_, T, UnknownReturnValue>,
+    ) -> Result<(JobId, Callback<T>)> {
+        let id = parse_id(job_id)?;
+        self.jobs.status(id).map_err(from_engine)?;
+        let cb = callback
+            .build_threadsafe_function()
+            .weak::<false>()
+            .build()
+            .map_err(napi_err)?;
+        Ok((id, cb))
     }
 }
 

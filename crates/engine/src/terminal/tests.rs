@@ -223,7 +223,11 @@ fn finishing_makes_every_line_final_and_keeps_the_last_screen() {
     assert!(before.final_lines < before.total_lines);
     t.finish();
     assert_eq!(t.text(), text);
-    assert_eq!(t.screen(), screen, "the last screen is still shown after the end");
+    assert_eq!(
+        t.screen(),
+        screen,
+        "the last screen is still shown after the end"
+    );
     let after = t.slice(None, None, JobStatus::Completed);
     assert_eq!((after.final_lines, after.total_lines), (3, 3));
     // A program that died on the alternate screen: its main-screen text is what stays.

@@ -38,13 +38,7 @@ async fn stdin_eof_kills_every_job_and_exits_within_the_grace() {
         "exit took {took:?}, grace 500 ms"
     );
     assert!(!alive(s.pid));
-    for sid in jobs {
-        assert_eq!(
-            session_processes(sid),
-            Vec::<u32>::new(),
-            "job {sid} survived"
-        );
-    }
+    assert_no_job_survives(&jobs);
 }
 
 #[tokio::test]
@@ -62,13 +56,7 @@ async fn sigterm_kills_every_job_and_exits_within_the_grace() {
         "exit took {:?}",
         t.elapsed()
     );
-    for sid in jobs {
-        assert_eq!(
-            session_processes(sid),
-            Vec::<u32>::new(),
-            "job {sid} survived"
-        );
-    }
+    assert_no_job_survives(&jobs);
 }
 
 #[tokio::test]
@@ -190,4 +178,15 @@ fn version_help_and_bad_flags() {
     assert!(!bad.status.success());
     assert!(bad.stdout.is_empty(), "errors go to stderr");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--cols"));
+}
+
+/// Every process of every job in `jobs` (session ids) is gone.
+fn assert_no_job_survives(jobs: &[u32]) {
+    for &sid in jobs {
+        assert_eq!(
+            session_processes(sid),
+            Vec::<u32>::new(),
+            "job {sid} survived"
+        );
+    }
 }
