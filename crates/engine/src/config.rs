@@ -31,6 +31,9 @@ pub struct EngineConfig {
     /// Longest server-side wait (`wait_for`); longer requests are capped and say so. Default
     /// 50 s, below the 60 s many MCP clients allow a request.
     pub max_wait: Duration,
+    /// Where job records and logs are kept across restarts; `None` (the default) keeps
+    /// everything in memory.
+    pub store: Option<crate::store::StoreConfig>,
 }
 
 impl Default for EngineConfig {
@@ -46,6 +49,7 @@ impl Default for EngineConfig {
             kill_grace: Duration::from_secs(3),
             drain_timeout: Duration::from_millis(500),
             max_wait: Duration::from_secs(50),
+            store: None,
         }
     }
 }

@@ -21,6 +21,18 @@ pub enum Error {
         /// Its final status.
         status: crate::JobStatus,
     },
+    /// The job belongs to another live ptyjobs server sharing the state directory: only that
+    /// server controls it.
+    #[error(
+        "job {id} belongs to another ptyjobs server (pid {server_pid}) that is still running: \
+         only that server, or `ptyjobs kill` from a terminal, can control it"
+    )]
+    NotOwner {
+        /// The job.
+        id: JobId,
+        /// The pid of the server that owns it.
+        server_pid: u32,
+    },
     /// The job could not be started (PTY allocation, fork/exec, ...).
     #[error("could not start the job: {0}")]
     Spawn(String),

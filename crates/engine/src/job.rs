@@ -162,4 +162,7 @@ pub struct JobInfo {
     pub reason: Option<String>,
     /// Terminal size `(cols, rows)`.
     pub size: (u16, u16),
+    /// Whether this manager started the job in its present run. False for jobs read from the
+    /// state directory: earlier runs', and those another live server owns.
+    pub this_server: bool,
 }

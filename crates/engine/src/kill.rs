@@ -37,9 +37,17 @@ impl Inner {
         let mut outcomes = Vec::with_capacity(ids.len());
         let mut jobs = Vec::new();
         for &id in ids {
-            let Ok(job) = self.job(id) else {
-                outcomes.push(KillOutcome::NotFound);
-                continue;
+            let job = match self.job(id) {
+                Ok(job) => job,
+                // Known from the state directory only, and ended.
+                Err(crate::Error::NotRunning { .. }) => {
+                    outcomes.push(KillOutcome::AlreadyTerminated);
+                    continue;
+                }
+                Err(_) => {
+                    outcomes.push(KillOutcome::NotFound);
+                    continue;
+                }
             };
             {
                 let mut s = lock(&job.state);
@@ -127,12 +135,25 @@ impl Drop for Inner {
 impl JobManager {
     /// Ends a job: `signal` to its process group (and session), SIGKILL after `grace` (default
     /// the configured grace), and returns once no process of the job remains. Unknown ids
-    /// answer [`KillOutcome::NotFound`].
-    pub async fn kill(&self, id: JobId, signal: Signal, grace: Option<Duration>) -> KillOutcome {
+    /// answer [`KillOutcome::NotFound`], ended ones [`KillOutcome::AlreadyTerminated`].
+    ///
+    /// # Errors
+    /// [`crate::Error::NotOwner`] for a running job of another live server sharing the state
+    /// directory: only that server controls it.
+    pub async fn kill(
+        &self,
+        id: JobId,
+        signal: Signal,
+        grace: Option<Duration>,
+    ) -> crate::Result<KillOutcome> {
+        if let Err(e @ crate::Error::NotOwner { .. }) = self.inner.job(id) {
+            return Err(e);
+        }
         let grace = grace.unwrap_or(self.inner.config.kill_grace);
-        self.inner
+        Ok(self
+            .inner
             .kill(id, signal, grace, "killed by request")
-            .await
+            .await)
     }
 
     /// Kills every running job (TERM, grace, KILL), all at once, and waits for them.

@@ -33,6 +33,7 @@ mod pty;
 mod search;
 mod signal;
 mod spawn;
+mod store;
 mod terminal;
 mod wait;
 
@@ -46,5 +47,6 @@ pub use output::OutputSlice;
 pub use regex::Regex;
 pub use search::{SearchMatch, SearchResult, compile_pattern};
 pub use signal::{KillOutcome, Signal};
+pub use store::{JobRecord, ProcessRef, PruneReport, ServerRef, Store, StoreConfig, StoredJob};
 pub use terminal::{ScreenSnapshot, Terminal};
 pub use wait::{WaitOutcome, WaitProgress, WaitReason, WaitSpec};

@@ -20,6 +20,7 @@ use crate::output::OutputSlice;
 use crate::pty::{self, ExitInfo};
 use crate::signal::{self, Signal};
 use crate::spawn::{self, SpawnSpec};
+use crate::store::{JobRecord, Store, StoredJob};
 use crate::terminal::{ScreenSnapshot, Terminal};
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
@@ -51,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) table: Mutex<Table>,
+    /// The state directory, when jobs are persisted.
+    pub(crate) store: Option<Store>,
 }
 
 #[derive(Default)]
@@ -90,6 +93,8 @@ pub(crate) struct State {
     pub(crate) size: (u16, u16),
     /// The PTY master for writes and resizes; `None` once the job is final.
     pub(crate) master: Option<Arc<OwnedFd>>,
+    /// The job's record on disk, when jobs are persisted.
+    pub(crate) record: Option<JobRecord>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -122,6 +127,7 @@ impl Job {
                 .unwrap_or(u64::MAX),
             reason: s.reason.clone(),
             size: s.size,
+            this_server: true,
         }
     }
 
@@ -151,15 +157,40 @@ struct JobSink {
 
 impl pty::Sink for JobSink {
     fn data(&self, bytes: &[u8]) {
-        lock(&self.job.state).term.feed(bytes);
+        {
+            let mut s = lock(&self.job.state);
+            s.term.feed(bytes);
+            // One write per batch: readers of the log (and a crash) lag by one batch at most.
+            if let Some(log) = s.term.log_mut() {
+                log.flush();
+            }
+        }
         self.job
             .events
             .send_modify(|e| e.bytes += bytes.len() as u64);
     }
 
+    fn idle(&self) {
+        let Some(inner) = self.manager.upgrade() else {
+            return;
+        };
+        let Some(store) = &inner.store else {
+            return;
+        };
+        let lines = {
+            let s = lock(&self.job.state);
+            if s.record.is_none() || s.status.is_final() {
+                return;
+            }
+            s.term.screen_lines()
+        };
+        store.write_screen_lines(self.job.id, &lines);
+    }
+
     fn exited(&self, exit: ExitInfo) {
-        finish(&self.job, exit);
-        if let Some(inner) = self.manager.upgrade() {
+        let inner = self.manager.upgrade();
+        finish(&self.job, exit, inner.as_ref().and_then(|i| i.store.as_ref()));
+        if let Some(inner) = inner {
             inner.retire(self.job.id);
         }
         self.job.events.send_modify(|e| e.finished = true);
@@ -167,14 +198,18 @@ impl pty::Sink for JobSink {
     }
 }
 
-/// Makes a job final: the one place a job leaves `running`.
-fn finish(job: &Job, exit: ExitInfo) {
+/// Makes a job final: the one place a job leaves `running`. With a store, the record on disk
+/// is final before this returns (so before anyone waiting for the job wakes up).
+fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
     let mut s = lock(&job.state);
     s.term.finish();
     s.exit = Some(exit);
     s.finished = Some(Utc::now());
     s.finished_at = Some(Instant::now());
     s.master = None;
+    if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
+        s.kill_reason = Some("killed by ptyjobs kill".into());
+    }
     (s.status, s.reason) = match (s.kill_reason.take(), exit) {
         (Some(reason), _) => (JobStatus::Killed, Some(reason)),
         (None, ExitInfo::Code(0)) => (JobStatus::Completed, None),
@@ -184,15 +219,63 @@ fn finish(job: &Job, exit: ExitInfo) {
             Some(format!("killed by {}", signal::signal_name(n))),
         ),
     };
+    let Some(store) = store else {
+        return;
+    };
+    let truncated = s.term.log_mut().map(|log| {
+        log.flush();
+        log.truncated()
+    });
+    let screen = s.term.screen();
+    drop(s);
+    let info = job.info();
+    let mut s = lock(&job.state);
+    if let Some(record) = s.record.as_mut() {
+        record.update(&info);
+        record.log_truncated = truncated.unwrap_or(false);
+        record.screen = Some(screen);
+        let record = record.clone();
+        drop(s);
+        if let Err(e) = store.write_record(&record) {
+            tracing::warn!("cannot save the final record of job {}: {e}", job.id);
+        }
+        // Every line is in the log now; the saved screen lines would repeat them.
+        store.write_screen_lines(job.id, &[]);
+    }
+}
+
+/// A job found by id: one this manager runs or ran, or one known only from the state directory.
+pub(crate) enum Found {
+    Live(Arc<Job>),
+    Stored(Box<StoredJob>),
 }
 
 impl Inner {
+    /// A job this manager controls. For a job known only from the state directory the error
+    /// says why it cannot be controlled: it has ended, or another live server owns it.
     pub(crate) fn job(&self, id: JobId) -> Result<Arc<Job>> {
-        lock(&self.table)
-            .jobs
-            .get(&id)
-            .cloned()
-            .ok_or(Error::JobNotFound(id))
+        match self.find(id)? {
+            Found::Live(job) => Ok(job),
+            Found::Stored(job) if job.record.status.is_final() => Err(Error::NotRunning {
+                id,
+                status: job.record.status,
+            }),
+            Found::Stored(job) => Err(Error::NotOwner {
+                id,
+                server_pid: job.record.server.process.pid,
+            }),
+        }
+    }
+
+    /// A job by id: in memory first, then in the state directory.
+    pub(crate) fn find(&self, id: JobId) -> Result<Found> {
+        if let Some(job) = lock(&self.table).jobs.get(&id).cloned() {
+            return Ok(Found::Live(job));
+        }
+        match &self.store {
+            Some(store) => Ok(Found::Stored(Box::new(store.load(id)?))),
+            None => Err(Error::JobNotFound(id)),
+        }
     }
 
     /// Moves a final job from the running count to the finished list, evicting the oldest
@@ -235,16 +318,36 @@ impl JobManager {
     /// A manager with `config` whose timers run on `runtime`.
     ///
     /// # Errors
-    /// None today; the `Result` leaves room for what a manager may have to open at start
-    /// (a state directory for persistent job records).
+    /// [`Error::Io`] when the configured state directory cannot be created.
     pub fn with_runtime(config: EngineConfig, runtime: tokio::runtime::Handle) -> Result<Self> {
-        Ok(Self {
-            inner: Arc::new(Inner {
-                config,
-                runtime,
-                table: Mutex::new(Table::default()),
-            }),
-        })
+        let store = config.store.clone().map(Store::open).transpose()?;
+        let inner = Arc::new(Inner {
+            config,
+            runtime,
+            table: Mutex::new(Table::default()),
+            store,
+        });
+        if inner.store.is_some() {
+            let weak = Arc::downgrade(&inner);
+            inner.runtime.spawn(async move {
+                loop {
+                    tokio::time::sleep(PRUNE_EVERY).await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    let _ = tokio::task::spawn_blocking(move || {
+                        if let Some(store) = &inner.store {
+                            store.prune();
+                        }
+                    })
+                    .await;
+                }
+            });
+        }
+        Ok(Self { inner })
+    }
+
+    /// The state directory, when jobs are persisted.
+    pub fn store(&self) -> Option<&Store> {
+        self.inner.store.as_ref()
     }
 
     /// The limits and defaults in force.
@@ -338,10 +441,22 @@ impl JobManager {
                 term: Terminal::new(cols, rows, cfg.transcript_bytes, cfg.max_line_bytes),
                 size: (cols, rows),
                 master: Some(master),
+                record: None,
             }),
             events,
             done,
         });
+        if let (Some(store), Some(server)) = (&inner.store, inner.store.as_ref().and_then(Store::server)) {
+            let record = JobRecord::new(&job.info(), spec.env.keys().cloned().collect(), server.clone());
+            match store.begin(&record) {
+                Ok(log) => {
+                    let mut s = lock(&job.state);
+                    s.term.set_log(log);
+                    s.record = Some(record);
+                }
+                Err(e) => tracing::warn!("job {} is kept in memory only: {e}", job.id),
+            }
+        }
         {
             let mut t = lock(&inner.table);
             t.jobs.insert(job.id, job.clone());
@@ -369,15 +484,23 @@ impl JobManager {
         Ok(job.info())
     }
 
-    /// A snapshot of one job.
+    /// A snapshot of one job (from the state directory when not in memory).
     ///
     /// # Errors
     /// [`Error::JobNotFound`].
     pub fn status(&self, id: JobId) -> Result<JobInfo> {
-        Ok(self.inner.job(id)?.info())
+        Ok(match self.inner.find(id)? {
+            Found::Live(job) => job.info(),
+            Found::Stored(job) => self.stored_info(&job),
+        })
     }
 
-    /// Every known job, newest first.
+    fn stored_info(&self, job: &StoredJob) -> JobInfo {
+        job.info(self.inner.store.as_ref().and_then(Store::instance))
+    }
+
+    /// Every known job, newest first: this manager's, then (with a state directory) those of
+    /// earlier runs and of other servers sharing it.
     pub fn list(&self) -> Vec<JobInfo> {
         let jobs: Vec<Arc<Job>> = {
             let t = lock(&self.inner.table);
@@ -387,59 +510,173 @@ impl JobManager {
                 .filter_map(|id| t.jobs.get(id).cloned())
                 .collect()
         };
-        jobs.iter().map(|j| j.info()).collect()
+        let mut list: Vec<JobInfo> = jobs.iter().map(|j| j.info()).collect();
+        if let Some(store) = &self.inner.store {
+            let known: std::collections::HashSet<JobId> = list.iter().map(|j| j.id).collect();
+            let stored = store.records_except(|id| known.contains(&id));
+            if !stored.is_empty() {
+                list.extend(stored.iter().map(|j| self.stored_info(j)));
+                list.sort_by(|a, b| b.started.cmp(&a.started));
+            }
+        }
+        list
     }
 
     /// Lines `offset..offset+limit` of the clean transcript (absolute line numbers; `offset`
-    /// defaults to the first line still held, `limit` to all).
+    /// defaults to the first line still held in memory, `limit` to all). With a state
+    /// directory, lines memory no longer holds are read from the job's disk log.
     ///
     /// # Errors
-    /// [`Error::JobNotFound`].
+    /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
     pub fn output(
         &self,
         id: JobId,
         offset: Option<u64>,
         limit: Option<usize>,
     ) -> Result<OutputSlice> {
-        let job = self.inner.job(id)?;
-        let s = lock(&job.state);
-        Ok(s.term.slice(offset, limit, s.status))
+        let job = match self.inner.find(id)? {
+            Found::Live(job) => job,
+            Found::Stored(job) => return self.store_of(&job)?.output(&job, offset, limit),
+        };
+        let (mut slice, on_disk) = {
+            let mut s = lock(&job.state);
+            let on_disk = s.term.log_mut().map_or(0, |log| {
+                log.flush();
+                log.lines()
+            });
+            (s.term.slice(offset, limit, s.status), on_disk)
+        };
+        match (&self.inner.store, offset) {
+            (Some(store), Some(from)) if from < slice.first_line && from < on_disk => {
+                // Evicted from memory but on disk: read the gap from the log.
+                let gap_end = slice.first_line.min(on_disk);
+                let want = limit.unwrap_or(usize::MAX);
+                let gap = usize::try_from(gap_end - from).unwrap_or(usize::MAX).min(want);
+                let mut lines = store.read_log(id, from, gap)?;
+                // Then memory's lines, if the disk reached them (a capped log may stop short).
+                if gap_end == slice.first_line && slice.line_count > 0 {
+                    let room = want.saturating_sub(lines.len());
+                    lines.extend(slice.output.split('\n').take(room).map(str::to_owned));
+                }
+                let count = lines.len() as u64;
+                slice.output = lines.join("\n");
+                slice.bytes = slice.output.len() as u64;
+                slice.first_line = from;
+                slice.line_count = count;
+                slice.next_offset = from + count;
+                slice.truncated = slice.next_offset < slice.total_lines;
+                Ok(slice)
+            }
+            _ => Ok(slice),
+        }
+    }
+
+    fn store_of(&self, _job: &StoredJob) -> Result<&Store> {
+        self.inner
+            .store
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("no state directory".into()))
     }
 
     /// The last `lines` lines of the clean transcript.
     ///
     /// # Errors
-    /// [`Error::JobNotFound`].
+    /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
     pub fn tail(&self, id: JobId, lines: usize) -> Result<OutputSlice> {
-        let job = self.inner.job(id)?;
-        let s = lock(&job.state);
-        Ok(s.term.tail(lines, s.status))
+        match self.inner.find(id)? {
+            Found::Live(job) => {
+                let s = lock(&job.state);
+                Ok(s.term.tail(lines, s.status))
+            }
+            Found::Stored(job) => self.store_of(&job)?.tail(&job, lines),
+        }
     }
 
-    /// The job's visible screen now.
+    /// The job's visible screen now (its last screen, for a job from the state directory).
     ///
     /// # Errors
     /// [`Error::JobNotFound`].
     pub fn screen(&self, id: JobId) -> Result<ScreenSnapshot> {
-        let job = self.inner.job(id)?;
-        Ok(lock(&job.state).term.screen())
+        match self.inner.find(id)? {
+            Found::Live(job) => Ok(lock(&job.state).term.screen()),
+            Found::Stored(job) => Ok(self.store_of(&job)?.screen(&job)),
+        }
     }
 
     /// Waits until the job is final, or until `timeout` passes; returns its info either way.
+    /// A job another server runs is watched through its record.
     ///
     /// # Errors
     /// [`Error::JobNotFound`].
     pub async fn wait(&self, id: JobId, timeout: Option<Duration>) -> Result<JobInfo> {
-        let job = self.inner.job(id)?;
-        job.wait_final(timeout.unwrap_or(Duration::MAX)).await;
-        Ok(job.info())
+        match self.inner.find(id)? {
+            Found::Live(job) => {
+                job.wait_final(timeout.unwrap_or(Duration::MAX)).await;
+                Ok(job.info())
+            }
+            Found::Stored(_) => {
+                let deadline = timeout.map(|t| Instant::now() + t);
+                loop {
+                    let info = self.status(id)?;
+                    if info.status.is_final() || deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Ok(info);
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
     }
 
     /// A receiver of the job's change notifications.
     ///
     /// # Errors
-    /// [`Error::JobNotFound`].
+    /// [`Error::JobNotFound`]; for a job known only from the state directory,
+    /// [`Error::NotRunning`] or [`Error::NotOwner`].
     pub fn subscribe(&self, id: JobId) -> Result<watch::Receiver<JobEvent>> {
         Ok(self.inner.job(id)?.events.subscribe())
     }
+
+    /// Forgets a finished job: removes it from the table and, with a state directory, deletes
+    /// its record and log.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`]; [`Error::InvalidArgument`] when the job is still running;
+    /// [`Error::NotOwner`] for a job of another live server.
+    pub fn remove(&self, id: JobId) -> Result<()> {
+        match self.inner.find(id)? {
+            Found::Live(job) => {
+                if !lock(&job.state).status.is_final() {
+                    return Err(Error::InvalidArgument(format!(
+                        "job {id} is still running: kill it first"
+                    )));
+                }
+                {
+                    let mut t = lock(&self.inner.table);
+                    t.jobs.remove(&id);
+                    t.order.retain(|j| *j != id);
+                    t.finished.retain(|j| *j != id);
+                }
+                match &self.inner.store {
+                    Some(store) => match store.remove(id) {
+                        Err(Error::JobNotFound(_)) => Ok(()),
+                        r => r,
+                    },
+                    None => Ok(()),
+                }
+            }
+            Found::Stored(job) => {
+                let ours = self.inner.store.as_ref().and_then(Store::server) == Some(&job.record.server);
+                if job.owner_alive && !ours {
+                    return Err(Error::NotOwner {
+                        id,
+                        server_pid: job.record.server.process.pid,
+                    });
+                }
+                self.store_of(&job)?.remove(id)
+            }
+        }
+    }
 }
+
+/// How often the retention limits are applied while a manager runs.
+const PRUNE_EVERY: Duration = Duration::from_secs(600);

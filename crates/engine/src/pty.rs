@@ -29,6 +29,8 @@ pub(crate) enum ExitInfo {
 pub(crate) trait Sink: Send + 'static {
     /// Bytes read from the PTY, in order.
     fn data(&self, bytes: &[u8]);
+    /// Output has paused for [`IDLE`] after some arrived (a prompt, a server that is up).
+    fn idle(&self) {}
     /// The child was reaped and the output drained; called exactly once, last.
     fn exited(&self, exit: ExitInfo);
 }
@@ -148,6 +150,8 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
     let mut exit: Option<ExitInfo> = None;
     let mut drain_until: Option<Instant> = None;
     let mut killed_leftovers = false;
+    // When output last arrived, while `Sink::idle` is owed for it.
+    let mut last_data: Option<Instant> = None;
     loop {
         if exit.is_none() {
             exit = try_reap(child);
@@ -184,13 +188,28 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
             (None, false) => Duration::from_millis(50),
             (None, true) => Duration::from_secs(3600),
         };
+        let timeout = match last_data {
+            Some(at) => timeout.min((at + IDLE).saturating_duration_since(Instant::now())),
+            None => timeout,
+        };
         let ms = u16::try_from(timeout.as_millis().max(1)).unwrap_or(u16::MAX);
         match poll(&mut fds, PollTimeout::from(ms)) {
             Ok(_) | Err(Errno::EINTR) => {}
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
         if !eof {
-            eof = drain_master(master, &mut buf, sink);
+            let got;
+            (eof, got) = drain_master(master, &mut buf, sink);
+            if got {
+                last_data = Some(Instant::now());
+            }
+        }
+        if let Some(at) = last_data
+            && !eof
+            && at.elapsed() >= IDLE
+        {
+            last_data = None;
+            sink.idle();
         }
     }
     let exit = exit.unwrap_or_else(|| {
@@ -207,15 +226,16 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
     sink.exited(exit);
 }
 
-/// Reads everything the master has now. Returns true at EOF (EIO: no process holds the
-/// terminal any more).
+/// Reads everything the master has now. Returns whether it reached EOF (EIO: no process holds
+/// the terminal any more) and whether it read anything.
 ///
 /// One PTY read returns at most a few KiB. While a producer is streaming (the last read filled
 /// a whole PTY chunk), reads are gathered for up to [`COALESCE`] into the whole buffer before
 /// the sink sees them: large batches let the fast path skip the emulator for most lines and
 /// save a wake-up per chunk. Small output (a prompt, an echo) is delivered at once.
-fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> bool {
+fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> (bool, bool) {
     let mut filled = 0;
+    let mut got = false;
     let mut streaming_until: Option<Instant> = None;
     let eof = loop {
         if filled == buf.len() {
@@ -226,6 +246,7 @@ fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> bool {
             Ok(0) => break true,
             Ok(n) => {
                 filled += n;
+                got = true;
                 if n >= PTY_CHUNK && streaming_until.is_none() {
                     streaming_until = Some(Instant::now() + COALESCE);
                 }
@@ -246,8 +267,11 @@ fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> bool {
     if filled > 0 {
         sink.data(&buf[..filled]);
     }
-    eof
+    (eof, got)
 }
+
+/// How long output must pause before [`Sink::idle`] is called.
+pub(crate) const IDLE: Duration = Duration::from_millis(200);
 
 /// A read at least this large suggests a producer that is streaming: more is on its way.
 const PTY_CHUNK: usize = 1024;

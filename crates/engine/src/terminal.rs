@@ -11,7 +11,7 @@
 //! The result never depends on how the bytes were split across [`Terminal::feed`] calls: an
 //! escape sequence cut at the end of a chunk is held back until it is complete.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::fastpath::LineModel;
 use crate::job::JobStatus;
@@ -27,7 +27,7 @@ use scan::{REPLACEMENT, Scan, Watched, restore_replacement, sanitize_utf8, scan_
 const MAX_HELD: usize = 64;
 
 /// What a person looking at the terminal sees right now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScreenSnapshot {
     /// Every visible row as text (trailing blanks trimmed), top to bottom.
     pub rows: Vec<String>,
@@ -294,9 +294,19 @@ impl Terminal {
         }
     }
 
+    /// From now on, also appends every final line to `log`.
+    pub(crate) fn set_log(&mut self, log: crate::store::LogWriter) {
+        self.parser.callbacks_mut().transcript.set_log(log);
+    }
+
+    /// The disk log, if the job is persisted.
+    pub(crate) fn log_mut(&mut self) -> Option<&mut crate::store::LogWriter> {
+        self.parser.callbacks_mut().transcript.log_mut()
+    }
+
     /// The main screen's lines as they would enter the transcript now (the unfinished scrolled
     /// line first), without trailing blank lines.
-    fn screen_lines(&self) -> Vec<String> {
+    pub(crate) fn screen_lines(&self) -> Vec<String> {
         if self.frozen.is_some() {
             return Vec::new();
         }

@@ -17,18 +17,18 @@ async fn kill_takes_down_the_whole_process_group() {
         .await
     );
     assert_eq!(
-        m.kill(job.id, Signal::TERM, None).await,
+        m.kill(job.id, Signal::TERM, None).await.unwrap(),
         KillOutcome::Killed
     );
     assert_eq!(session_processes(job.pid), Vec::<u32>::new());
     let info = m.status(job.id).unwrap();
     assert_eq!(info.status, JobStatus::Killed);
     assert_eq!(
-        m.kill(job.id, Signal::TERM, None).await,
+        m.kill(job.id, Signal::TERM, None).await.unwrap(),
         KillOutcome::AlreadyTerminated
     );
     assert_eq!(
-        m.kill(JobId::new(), Signal::TERM, None).await,
+        m.kill(JobId::new(), Signal::TERM, None).await.unwrap(),
         KillOutcome::NotFound
     );
 }
@@ -43,7 +43,8 @@ async fn a_job_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let t = Instant::now();
     let outcome = m
         .kill(job.id, Signal::TERM, Some(Duration::from_millis(300)))
-        .await;
+        .await
+        .unwrap();
     assert_eq!(outcome, KillOutcome::Killed);
     assert!(
         t.elapsed() >= Duration::from_millis(300),
@@ -71,7 +72,7 @@ async fn processes_that_made_their_own_group_in_the_session_are_killed_too() {
         .await
     );
     assert_eq!(
-        m.kill(job.id, Signal::TERM, None).await,
+        m.kill(job.id, Signal::TERM, None).await.unwrap(),
         KillOutcome::Killed
     );
     assert_eq!(session_processes(job.pid), Vec::<u32>::new());
@@ -96,7 +97,7 @@ async fn other_calls_are_not_blocked_while_a_kill_waits() {
     assert_eq!(m.status(job.id).unwrap().status, JobStatus::Running);
     m.list();
     assert!(t.elapsed() < Duration::from_millis(500));
-    assert_eq!(killer.await.unwrap(), KillOutcome::Killed);
+    assert_eq!(killer.await.unwrap().unwrap(), KillOutcome::Killed);
 }
 
 #[tokio::test]

@@ -1,0 +1,577 @@
+//! Durable job records: a state directory that outlives the server.
+//!
+//! Layout (directories 0700, files 0600):
+//! ```text
+//! <dir>/jobs/<id>/meta.json    the record, rewritten atomically (temp file + rename)
+//! <dir>/jobs/<id>/output.log   final transcript lines, appended as they become final
+//! <dir>/jobs/<id>/screen.txt   the lines still on screen, rewritten when the job goes quiet
+//! <dir>/jobs/<id>/kill-request written by `ptyjobs kill` before it signals the job
+//! ```
+//!
+//! Several servers may share one directory. Each record names its owner (instance id, pid and
+//! process start time); only the owner writes a record while the owner lives. A `running`
+//! record whose owner is gone is shown as `killed` ("server stopped") and rewritten so by the
+//! next server that opens the directory.
+
+mod log;
+mod owner;
+mod record;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobInfo, JobStatus};
+use crate::output::OutputSlice;
+use crate::signal::{self, KillOutcome, Signal};
+use crate::terminal::ScreenSnapshot;
+
+pub(crate) use log::LogWriter;
+use log::LogIndex;
+pub use owner::ProcessRef;
+pub use record::{JobRecord, ServerRef};
+
+/// Where and how much job history is kept on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreConfig {
+    /// The state directory.
+    pub dir: PathBuf,
+    /// Most finished jobs kept; the oldest are pruned first. Default 500.
+    pub keep_jobs: usize,
+    /// Finished jobs older than this are pruned. Default 14 days.
+    pub keep_age: Duration,
+    /// Most bytes all records and logs may take together. Default 1 GiB.
+    pub keep_bytes: u64,
+    /// Per-job cap of the disk log; a marker line ends a log that reached it. Default 100 MiB.
+    pub job_log_bytes: u64,
+}
+
+impl StoreConfig {
+    /// `dir` with the default retention.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            keep_jobs: 500,
+            keep_age: Duration::from_secs(14 * 24 * 3600),
+            keep_bytes: 1 << 30,
+            job_log_bytes: 100 << 20,
+        }
+    }
+
+    /// The platform's state directory for ptyjobs: `$XDG_STATE_HOME/ptyjobs` or
+    /// `~/.local/state/ptyjobs` on Linux, the local application-data directory elsewhere.
+    pub fn default_dir() -> Option<PathBuf> {
+        dirs::state_dir()
+            .or_else(dirs::data_local_dir)
+            .map(|d| d.join("ptyjobs"))
+    }
+}
+
+/// A record as read from disk, with what is known of its owner now.
+#[derive(Debug, Clone)]
+pub struct StoredJob {
+    /// The record; a `running` record whose owner is gone already reads `killed`.
+    pub record: JobRecord,
+    /// Whether the server that owns the job is alive now.
+    pub owner_alive: bool,
+}
+
+impl StoredJob {
+    /// The job as callers see it; `instance` is the reader's own instance id, if it has one.
+    pub fn info(&self, instance: Option<&str>) -> JobInfo {
+        self.record
+            .info(instance == Some(self.record.server.instance.as_str()))
+    }
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PruneReport {
+    /// Jobs whose record and log were removed.
+    pub removed: Vec<JobId>,
+    /// Bytes freed.
+    pub bytes: u64,
+}
+
+/// The state directory of one server (or of a reader such as the CLI).
+#[derive(Debug)]
+pub struct Store {
+    cfg: StoreConfig,
+    /// This server; `None` for a reader, which never takes ownership of jobs.
+    server: Option<ServerRef>,
+    indexes: Mutex<HashMap<JobId, LogIndex>>,
+}
+
+const META: &str = "meta.json";
+const LOG: &str = "output.log";
+const SCREEN: &str = "screen.txt";
+const KILL_REQUEST: &str = "kill-request";
+
+/// Creates `path` (and parents) with mode 0700; an existing directory is left as it is.
+fn private_dir(path: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}
+
+/// Creates (or truncates) `path` with mode 0600.
+pub(crate) fn private_file(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Replaces `path` with `bytes` atomically: a reader (or a crash) sees the old or the new
+/// content, never a mix.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut f = private_file(&tmp)?;
+    f.write_all(bytes)?;
+    drop(f);
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+fn mtime(path: &Path) -> Option<DateTime<Utc>> {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(DateTime::<Utc>::from)
+}
+
+fn dir_size(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens `cfg.dir` as the store of a server: creates it (0700), takes the records of
+    /// servers that are gone (`running` ones become `killed`, "server stopped") and prunes.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the directory cannot be created.
+    pub fn open(cfg: StoreConfig) -> Result<Self> {
+        private_dir(&cfg.dir.join("jobs"))?;
+        let store = Self {
+            server: Some(ServerRef {
+                instance: uuid::Uuid::new_v4().to_string(),
+                process: ProcessRef::current(),
+            }),
+            cfg,
+            indexes: Mutex::default(),
+        };
+        // Reading every record takes over those of gone servers; then the retention applies.
+        store.prune();
+        Ok(store)
+    }
+
+    /// Opens `cfg.dir` to read it (the CLI): nothing is created or taken over.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the directory has no job records.
+    pub fn open_reader(cfg: StoreConfig) -> Result<Self> {
+        if !cfg.dir.join("jobs").is_dir() {
+            return Err(Error::InvalidArgument(format!(
+                "no job records in {} (no ptyjobs server has used it)",
+                cfg.dir.display()
+            )));
+        }
+        Ok(Self {
+            cfg,
+            server: None,
+            indexes: Mutex::default(),
+        })
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &StoreConfig {
+        &self.cfg
+    }
+
+    /// This server's instance id (`None` for a reader).
+    pub fn instance(&self) -> Option<&str> {
+        self.server.as_ref().map(|s| s.instance.as_str())
+    }
+
+    pub(crate) fn server(&self) -> Option<&ServerRef> {
+        self.server.as_ref()
+    }
+
+    fn job_dir(&self, id: JobId) -> PathBuf {
+        self.cfg.dir.join("jobs").join(id.to_string())
+    }
+
+    /// Writes the first record of a new job and opens its log.
+    pub(crate) fn begin(&self, record: &JobRecord) -> std::io::Result<LogWriter> {
+        let dir = self.job_dir(record.id);
+        private_dir(&dir)?;
+        let log = LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes)?;
+        self.write_record(record)?;
+        Ok(log)
+    }
+
+    /// Rewrites a job's record atomically.
+    pub(crate) fn write_record(&self, record: &JobRecord) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+        write_atomic(&self.job_dir(record.id).join(META), &json)
+    }
+
+    /// Rewrites the job's lines still on screen (empty: removes the file).
+    pub(crate) fn write_screen_lines(&self, id: JobId, lines: &[String]) {
+        let path = self.job_dir(id).join(SCREEN);
+        let result = if lines.is_empty() {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            }
+        } else {
+            write_atomic(&path, lines.join("\n").as_bytes())
+        };
+        if let Err(e) = result {
+            tracing::warn!("cannot save the screen of job {id}: {e}");
+        }
+    }
+
+    /// Whether `ptyjobs kill` asked for this job's end (then its signal death is a kill).
+    pub(crate) fn kill_requested(&self, id: JobId) -> bool {
+        self.job_dir(id).join(KILL_REQUEST).exists()
+    }
+
+    /// Reads one record.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`] when there is none; [`Error::Io`] when it cannot be read or parsed.
+    pub fn load(&self, id: JobId) -> Result<StoredJob> {
+        self.load_with(id, &mut HashMap::new())
+    }
+
+    /// [`Self::load`], with the liveness of servers already looked at in `alive`.
+    fn load_with(&self, id: JobId, alive: &mut HashMap<ServerRef, bool>) -> Result<StoredJob> {
+        let dir = self.job_dir(id);
+        let text = match std::fs::read(dir.join(META)) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::JobNotFound(id));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut record: JobRecord = serde_json::from_slice(&text).map_err(|e| {
+            Error::Io(std::io::Error::other(format!(
+                "job record {} is unreadable: {e}",
+                dir.join(META).display()
+            )))
+        })?;
+        if record.format != record::FORMAT || record.id != id {
+            return Err(Error::Io(std::io::Error::other(format!(
+                "job record {} has an unknown format",
+                dir.join(META).display()
+            ))));
+        }
+        let mine = self.server.as_ref() == Some(&record.server);
+        let owner_alive = mine
+            || *alive
+                .entry(record.server.clone())
+                .or_insert_with(|| record.server.process.is_alive());
+        if record.status == JobStatus::Running && !owner_alive {
+            let last_seen = [META, LOG, SCREEN]
+                .iter()
+                .filter_map(|f| mtime(&dir.join(f)))
+                .max()
+                .unwrap_or_else(Utc::now);
+            record.orphaned(last_seen);
+            // A server takes over the records of gone servers; readers only show them so.
+            if self.server.is_some()
+                && let Err(e) = self.write_record(&record)
+            {
+                tracing::warn!("cannot update the record of job {id}: {e}");
+            }
+        }
+        Ok(StoredJob {
+            record,
+            owner_alive,
+        })
+    }
+
+    /// Every readable record, newest first. Unreadable ones are skipped with a warning.
+    pub fn records(&self) -> Vec<StoredJob> {
+        self.records_except(|_| false)
+    }
+
+    /// Every readable record but those `skip` says, newest first.
+    pub(crate) fn records_except(&self, skip: impl Fn(JobId) -> bool) -> Vec<StoredJob> {
+        let Ok(entries) = std::fs::read_dir(self.cfg.dir.join("jobs")) else {
+            return Vec::new();
+        };
+        let mut alive = HashMap::new();
+        let mut jobs: Vec<StoredJob> = entries
+            .filter_map(|e| {
+                let name = e.ok()?.file_name();
+                let id: JobId = name.to_str()?.parse().ok()?;
+                if skip(id) {
+                    return None;
+                }
+                match self.load_with(id, &mut alive) {
+                    Ok(job) => Some(job),
+                    // A job being created (directory made, record not yet renamed in) or removed.
+                    Err(Error::JobNotFound(_)) => None,
+                    Err(e) => {
+                        tracing::warn!("skipping job {id}: {e}");
+                        None
+                    }
+                }
+            })
+            .collect();
+        jobs.sort_by(|a, b| b.record.started.cmp(&a.record.started));
+        jobs
+    }
+
+    /// Finds the one job whose id starts with `prefix` (case-insensitive), like git.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when no job or several match.
+    pub fn resolve(&self, prefix: &str) -> Result<JobId> {
+        let p = prefix.trim().to_ascii_lowercase();
+        if p.is_empty() {
+            return Err(Error::InvalidArgument("empty job id".into()));
+        }
+        let entries = std::fs::read_dir(self.cfg.dir.join("jobs"))?;
+        let matches: Vec<JobId> = entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<JobId>().ok())
+            .filter(|id| id.to_string().starts_with(&p))
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(Error::InvalidArgument(format!("no job id starts with {prefix:?}"))),
+            many => Err(Error::InvalidArgument(format!(
+                "job id prefix {prefix:?} is ambiguous: it matches {}",
+                many.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// Complete lines in the job's disk log.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub fn log_lines(&self, id: JobId) -> Result<u64> {
+        let file = File::open(self.job_dir(id).join(LOG))?;
+        let mut indexes = crate::manager::lock(&self.indexes);
+        Ok(indexes.entry(id).or_default().update(&file)?)
+    }
+
+    /// Lines `from..from+limit` of the job's disk log.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub fn read_log(&self, id: JobId, from: u64, limit: usize) -> Result<Vec<String>> {
+        let file = match File::open(self.job_dir(id).join(LOG)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut indexes = crate::manager::lock(&self.indexes);
+        let index = indexes.entry(id).or_default();
+        index.update(&file)?;
+        Ok(index.read(&file, from, limit)?)
+    }
+
+    /// The lines that were still on the job's screen when it was last saved.
+    fn screen_lines(&self, id: JobId) -> Vec<String> {
+        std::fs::read_to_string(self.job_dir(id).join(SCREEN))
+            .map(|t| t.split('\n').map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    /// Lines `offset..offset+limit` of a stored job's transcript: its log, then the lines that
+    /// were still on screen. Numbers are the same as when the job was in memory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub fn output(
+        &self,
+        job: &StoredJob,
+        offset: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<OutputSlice> {
+        let id = job.record.id;
+        let log_lines = match self.log_lines(id) {
+            Ok(n) => n,
+            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e),
+        };
+        let screen = self.screen_lines(id);
+        let end = log_lines + screen.len() as u64;
+        let requested = offset.unwrap_or(0).min(end);
+        let available = usize::try_from(end - requested).unwrap_or(usize::MAX);
+        let count = limit.map_or(available, |l| l.min(available));
+        let mut lines = self.read_log(id, requested, count)?;
+        let skip = usize::try_from(requested.saturating_sub(log_lines)).unwrap_or(usize::MAX);
+        lines.extend(
+            screen
+                .into_iter()
+                .skip(skip)
+                .take(count.saturating_sub(lines.len())),
+        );
+        let output = lines.join("\n");
+        Ok(OutputSlice {
+            bytes: output.len() as u64,
+            output,
+            first_line: requested,
+            line_count: lines.len() as u64,
+            next_offset: requested + lines.len() as u64,
+            total_lines: end,
+            dropped_lines: 0,
+            final_lines: if job.record.status.is_final() {
+                end
+            } else {
+                log_lines
+            },
+            truncated: count < available,
+            omitted_lines: 0,
+            omitted_bytes: 0,
+            omitted_from: None,
+            status: job.record.status,
+        })
+    }
+
+    /// The last `n` lines of a stored job's transcript.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub fn tail(&self, job: &StoredJob, n: usize) -> Result<OutputSlice> {
+        let total = self.output(job, None, Some(0))?.total_lines;
+        self.output(job, Some(total.saturating_sub(n as u64)), None)
+    }
+
+    /// The final screen of a stored job (or, for a job another server runs, its last saved
+    /// lines).
+    pub fn screen(&self, job: &StoredJob) -> ScreenSnapshot {
+        job.record.screen.clone().unwrap_or_else(|| {
+            let rows = self.screen_lines(job.record.id);
+            ScreenSnapshot {
+                cursor_row: u16::try_from(rows.len().saturating_sub(1)).unwrap_or(0),
+                cursor_col: 0,
+                cols: job.record.size.0,
+                height: job.record.size.1,
+                alternate_screen: false,
+                title: None,
+                rows,
+            }
+        })
+    }
+
+    /// Removes a finished job's record and log.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`]; [`Error::InvalidArgument`] when the job is still running.
+    pub fn remove(&self, id: JobId) -> Result<()> {
+        let job = self.load(id)?;
+        if !job.record.status.is_final() {
+            return Err(Error::InvalidArgument(format!(
+                "job {id} is still running: kill it first"
+            )));
+        }
+        self.remove_dir(id)?;
+        Ok(())
+    }
+
+    fn remove_dir(&self, id: JobId) -> std::io::Result<u64> {
+        let dir = self.job_dir(id);
+        let size = dir_size(&dir);
+        crate::manager::lock(&self.indexes).remove(&id);
+        // Remove the record first: a directory without one is invisible to every reader.
+        let _ = std::fs::remove_file(dir.join(META));
+        std::fs::remove_dir_all(&dir)?;
+        Ok(size)
+    }
+
+    /// Applies the retention limits: finished jobs beyond `keep_jobs`, older than `keep_age`,
+    /// or beyond `keep_bytes` in all are removed, oldest first. Running jobs, and the jobs of
+    /// other live servers, are never touched.
+    pub fn prune(&self) -> PruneReport {
+        let mut report = PruneReport::default();
+        let jobs = self.records();
+        let mut total: u64 = jobs.iter().map(|j| dir_size(&self.job_dir(j.record.id))).sum();
+        let mut finished = jobs.iter().filter(|j| j.record.status.is_final()).count();
+        let now = Utc::now();
+        let max_age = chrono::Duration::from_std(self.cfg.keep_age).unwrap_or(chrono::Duration::MAX);
+        // Oldest first: `records` is newest first.
+        for job in jobs.iter().rev() {
+            let r = &job.record;
+            let removable = r.status.is_final()
+                && (!job.owner_alive || self.server.as_ref() == Some(&r.server) || self.server.is_none());
+            if !removable {
+                continue;
+            }
+            let ended = r.finished.unwrap_or(r.started);
+            let over = finished > self.cfg.keep_jobs
+                || now - ended > max_age
+                || total > self.cfg.keep_bytes;
+            if !over {
+                continue;
+            }
+            match self.remove_dir(r.id) {
+                Ok(size) => {
+                    total = total.saturating_sub(size);
+                    finished -= 1;
+                    report.removed.push(r.id);
+                    report.bytes += size;
+                }
+                Err(e) => tracing::warn!("cannot prune job {}: {e}", r.id),
+            }
+        }
+        report
+    }
+
+    /// Kills a job another process owns, for the CLI: leaves a kill request (so its server
+    /// records `killed`), then signals the job's process group after checking, by its start
+    /// time, that the recorded process is still the job.
+    ///
+    /// # Errors
+    /// [`Error::NotRunning`] when the job has ended.
+    pub fn kill(&self, id: JobId, grace: Duration) -> Result<KillOutcome> {
+        let job = self.load(id)?;
+        let r = &job.record;
+        if r.status.is_final() || !r.process.is_alive() {
+            return Err(Error::NotRunning {
+                id,
+                status: r.status,
+            });
+        }
+        let path = self.job_dir(id).join(KILL_REQUEST);
+        if let Err(e) = private_file(&path) {
+            tracing::warn!("cannot leave a kill request for job {id}: {e}");
+        }
+        let pid = r.process.pid;
+        signal::signal_groups(&[pid], Signal::TERM.number());
+        let deadline = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < deadline && r.process.is_alive() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if r.process.is_alive() {
+            signal::signal_groups(&[pid], libc::SIGKILL);
+        }
+        Ok(KillOutcome::Killed)
+    }
+}
