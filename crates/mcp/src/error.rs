@@ -42,6 +42,7 @@ impl From<Error> for ToolError {
             // The engine's messages already say what to do next.
             Error::JobNotFound(_)
             | Error::NotRunning { .. }
+            | Error::NotOwner { .. }
             | Error::InvalidArgument(_)
             | Error::LimitReached(_)
             | Error::Spawn(_)

@@ -1,4 +1,4 @@
-//! execute_command, get_job_status, list_jobs, kill_job.
+//! execute_command, get_job_status, list_jobs, kill_job, remove_job.
 
 use std::collections::BTreeMap;
 
@@ -88,6 +88,9 @@ pub struct StatusResult {
     pub reason: Option<String>,
     /// Working directory of the job.
     pub cwd: String,
+    /// False for a job this server did not start in its present run: one of an earlier run
+    /// (read from the state directory), or one another server sharing it runs.
+    pub this_server: bool,
 }
 
 impl From<JobInfo> for StatusResult {
@@ -105,6 +108,7 @@ impl From<JobInfo> for StatusResult {
             name: j.name,
             reason: j.reason,
             cwd: j.cwd.display().to_string(),
+            this_server: j.this_server,
         }
     }
 }
@@ -126,6 +130,9 @@ pub struct JobSummary {
     pub name: Option<String>,
     /// Process id of the job's shell.
     pub pid: u32,
+    /// False for a job of an earlier run of the server (kept in the state directory) or of
+    /// another server sharing that directory: readable, but not controlled by this server.
+    pub this_server: bool,
 }
 
 impl From<JobInfo> for JobSummary {
@@ -138,6 +145,7 @@ impl From<JobInfo> for JobSummary {
             exit_code: j.exit_code,
             name: j.name,
             pid: j.pid,
+            this_server: j.this_server,
         }
     }
 }
@@ -153,7 +161,8 @@ pub struct ListParams {
 /// Result of list_jobs.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListResult {
-    /// Every known job, newest first. Finished jobs stay listed until the oldest are evicted.
+    /// Every known job, newest first: this server's, then those of earlier runs and of other
+    /// servers kept in the state directory, until retention prunes the oldest.
     pub jobs: Vec<JobSummary>,
 }
 
@@ -208,4 +217,13 @@ impl From<KillOutcome> for KillResult {
         };
         Self { status }
     }
+}
+
+/// Result of remove_job.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RemoveResult {
+    /// The job's UUID.
+    pub job_id: String,
+    /// Always true: the record and its output are gone.
+    pub removed: bool,
 }

@@ -1,4 +1,4 @@
-//! execute_command, get_job_status, list_jobs, kill_job.
+//! execute_command, get_job_status, list_jobs, kill_job, remove_job.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -86,6 +86,27 @@ impl Server {
         let grace = p
             .grace_ms
             .map(|ms| Duration::from_millis(ms.min(MAX_GRACE_MS)));
-        Ok(Json(self.jobs.kill(id, signal, grace).await.into()))
+        Ok(Json(self.jobs.kill(id, signal, grace).await?.into()))
+    }
+
+    /// Forget a finished job: its record and its saved output are deleted for good. Running
+    /// jobs must be killed first.
+    #[tool(annotations(
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn remove_job(
+        &self,
+        Parameters(p): Parameters<JobIdParams>,
+        peer: Peer<RoleServer>,
+    ) -> Result<Json<RemoveResult>, ToolError> {
+        let id = job_id(&p.job_id)?;
+        self.jobs.remove(id)?;
+        tokio::spawn(async move { peer.notify_resource_list_changed().await });
+        Ok(Json(RemoveResult {
+            job_id: id.to_string(),
+            removed: true,
+        }))
     }
 }
