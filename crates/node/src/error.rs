@@ -24,6 +24,9 @@ pub enum Code {
     InvalidArgument,
     /// The manager was closed: it starts no more jobs.
     ManagerClosed,
+    /// The job belongs to another live process sharing the state directory (a ptyjobs server,
+    /// or another `JobManager` with the same `stateDir`): only that process controls it.
+    NotOwner,
     /// An operating-system error outside the cases above.
     IoError,
     /// An engine error this binding does not know (a newer engine).
@@ -40,6 +43,7 @@ impl AsRef<str> for Code {
             Self::SpawnFailed => "SPAWN_FAILED",
             Self::InvalidArgument => "INVALID_ARGUMENT",
             Self::ManagerClosed => "MANAGER_CLOSED",
+            Self::NotOwner => "NOT_OWNER",
             Self::IoError => "IO_ERROR",
             Self::Internal => "INTERNAL",
         }
@@ -71,6 +75,7 @@ pub fn from_engine(e: EngineError) -> JsErr {
         EngineError::LimitReached(_) => Code::LimitReached,
         EngineError::Spawn(_) => Code::SpawnFailed,
         EngineError::InvalidArgument(_) => Code::InvalidArgument,
+        EngineError::NotOwner { .. } => Code::NotOwner,
         EngineError::Io(_) => Code::IoError,
         _ => Code::Internal,
     };
@@ -115,5 +120,12 @@ mod tests {
             from_engine(EngineError::InvalidArgument("a".into())).status,
             Code::InvalidArgument
         );
+        let id = ptyjobs_engine::JobId::new();
+        let e = from_engine(EngineError::NotOwner {
+            id,
+            server_pid: 4321,
+        });
+        assert_eq!(e.status.as_ref(), "NOT_OWNER");
+        assert!(e.reason.contains("4321") && e.reason.contains(&id.to_string()));
     }
 }

@@ -27,11 +27,19 @@ const DEFAULT_TAIL: usize = 50;
 /// output back as clean text (colours and escapes gone, `\r` redraws collapsed).
 ///
 /// Errors are `Error`s with a stable `code`: `JOB_NOT_FOUND`, `INVALID_JOB_ID`, `NOT_RUNNING`,
-/// `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `IO_ERROR`.
+/// `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `NOT_OWNER` (a job of
+/// another live process sharing the state directory), `IO_ERROR`.
 /// Async methods reject with the same errors.
 ///
 /// Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
 /// process that exits takes its jobs down too.
+///
+/// By default everything is kept in memory and nothing is written to disk. With `stateDir` (or
+/// `persist: true`) each job's record and clean transcript are also kept in a state directory,
+/// so its history outlives the manager: a later manager on the same directory lists the jobs
+/// of earlier runs (`thisServer: false`; one whose manager died while it ran reads `killed`,
+/// reason `server stopped`) and reads their output, until `removeJob` or the retention limits
+/// remove them. (The MCP server persists by default; the binding only when asked.)
 #[napi]
 pub struct JobManager {
     jobs: engine::JobManager,
@@ -54,13 +62,18 @@ fn rejected<'env, T: napi::bindgen_prelude::ToNapiValue>(
 
 #[napi]
 impl JobManager {
-    /// A manager with the given limits and defaults.
+    /// A manager with the given limits and defaults, persisting its jobs when `stateDir` or
+    /// `persist: true` says where.
     ///
-    /// @throws `INVALID_ARGUMENT` for an option out of range.
+    /// @throws `INVALID_ARGUMENT` for an option out of range; `IO_ERROR` when the state
+    /// directory cannot be created or used.
     #[napi(constructor, catch_unwind)]
     pub fn new(options: Option<ManagerOptions>) -> Result<Self> {
         let o = options.unwrap_or_default();
-        let mut config = EngineConfig::default();
+        let mut config = EngineConfig {
+            store: o.store_config()?,
+            ..EngineConfig::default()
+        };
         if let Some(v) = o.max_jobs {
             config.max_running =
                 usize::try_from(whole("maxJobs", v, 1, 100_000)?).unwrap_or(usize::MAX);
@@ -87,9 +100,17 @@ impl JobManager {
             }
             config.shell = PathBuf::from(shell);
         }
+        let dir = config.store.as_ref().map(|s| s.dir.clone());
         let runtime = napi::bindgen_prelude::within_runtime_if_available(Handle::current);
-        let jobs =
-            engine::JobManager::with_runtime(config, runtime.clone()).map_err(from_engine)?;
+        let jobs = engine::JobManager::with_runtime(config, runtime.clone()).map_err(|e| {
+            match (e, dir) {
+                (engine::Error::Io(e), Some(dir)) => err(
+                    Code::IoError,
+                    format!("cannot use the state directory {}: {e}", dir.display()),
+                ),
+                (e, _) => from_engine(e),
+            }
+        })?;
         Ok(Self {
             jobs,
             runtime,
@@ -129,7 +150,8 @@ impl JobManager {
             .map_err(from_engine)
     }
 
-    /// A snapshot of one job.
+    /// A snapshot of one job (with persistence, also of a job of an earlier run or of another
+    /// process sharing the state directory).
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
     #[napi(catch_unwind)]
@@ -140,7 +162,9 @@ impl JobManager {
             .map_err(from_engine)
     }
 
-    /// Every known job, newest first (finished jobs too, up to the engine's cap).
+    /// Every known job, newest first (finished jobs too, up to the engine's cap). With
+    /// persistence, also the jobs in the state directory: earlier runs' and those of other
+    /// processes sharing it (`thisServer: false`).
     #[napi(catch_unwind)]
     pub fn list(&self) -> Vec<JobInfo> {
         self.jobs.list().into_iter().map(JobInfo::from).collect()
@@ -149,8 +173,11 @@ impl JobManager {
     /// Lines `offset .. offset + limit` of the job's clean transcript, at most `maxBytes` of
     /// them. Line numbers are absolute and stable: pass the returned `nextOffset` as `offset`
     /// to read only new lines (lines from `finalLines` on may still change on screen).
+    /// With persistence, an `offset` below the lines memory still holds reads them from the
+    /// job's transcript on disk, and jobs of earlier runs are read from there.
     ///
-    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`, `IO_ERROR` (a transcript
+    /// on disk that cannot be read).
     #[napi(catch_unwind)]
     pub fn output(&self, job_id: String, options: Option<OutputOptions>) -> Result<Output> {
         let id = parse_id(&job_id)?;
@@ -171,7 +198,7 @@ impl JobManager {
     /// screen included: what a person would see at the bottom of the terminal. At most
     /// `maxBytes` of them, as in `output()`.
     ///
-    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`, `IO_ERROR`.
     #[napi(catch_unwind)]
     pub fn tail(
         &self,
@@ -197,7 +224,7 @@ impl JobManager {
     /// The visible screen of the job's terminal now: rows as text, cursor, size, whether a
     /// full-screen program is on the alternate screen, the window title. What a person sees
     /// looking at `top`, `vim` or a test watcher's interactive view (drawings on the alternate
-    /// screen never enter the transcript).
+    /// screen never enter the transcript). For a job of an earlier run, its last screen.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
     #[napi(catch_unwind)]
@@ -299,7 +326,8 @@ impl JobManager {
     /// after `graceMs`, and resolves once no process of the job remains.
     ///
     /// Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
-    /// with `INVALID_JOB_ID` or `INVALID_ARGUMENT` (unknown signal, bad grace).
+    /// with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
+    /// (a running job of another live process sharing the state directory).
     #[napi(catch_unwind, ts_return_type = "Promise<KillResult>")]
     pub fn kill<'env>(
         &self,
@@ -322,7 +350,25 @@ impl JobManager {
             Err(e) => return rejected(env, e),
         };
         let jobs = self.jobs.clone();
-        env.spawn_future(async move { Ok(KillResult::from(jobs.kill(id, signal, grace).await)) })
+        env.spawn_future_with_callback(
+            async move { Ok(jobs.kill(id, signal, grace).await) },
+            |env, res| match res {
+                Ok(outcome) => Ok(KillResult::from(outcome)),
+                Err(e) => Err(into_napi(env, from_engine(e))),
+            },
+        )
+    }
+
+    /// Forgets a finished job: it leaves `list()`, its id answers `JOB_NOT_FOUND` from then
+    /// on, and with persistence its record and transcript are deleted from the state
+    /// directory. Works on jobs of earlier runs too.
+    ///
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (the job is still
+    /// running: kill it first), `NOT_OWNER` (a job of another live process sharing the state
+    /// directory), `IO_ERROR`.
+    #[napi(catch_unwind)]
+    pub fn remove_job(&self, job_id: String) -> Result<()> {
+        self.jobs.remove(parse_id(&job_id)?).map_err(from_engine)
     }
 
     /// Waits for the job without polling. Two forms, told apart by the options:
@@ -341,6 +387,10 @@ impl JobManager {
     /// `JobInfo` when none is, the union when the type cannot tell (a `WaitOptions` variable:
     /// `'info' in result` tells them apart). Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`,
     /// `INVALID_ARGUMENT` (bad pattern, `idleMs`, `port` or `timeoutMs`).
+    ///
+    /// Jobs read from the state directory (`thisServer: false`): the plain form resolves at
+    /// once for an ended one and polls the record of one another process runs; the form with
+    /// a condition rejects with `NOT_RUNNING` (ended) or `NOT_OWNER` (another process's).
     #[napi(
         catch_unwind,
         ts_generic_types = "O extends WaitOptions = {}",
@@ -389,7 +439,8 @@ impl JobManager {
     /// keeps the process alive while the job runs, never after the job ended or the manager was
     /// closed.
     ///
-    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_OWNER` (a running job of another
+    /// process sharing the state directory: it cannot be followed from here).
     #[napi(
         catch_unwind,
         ts_args_type = "jobId: string, callback: (data: string) => void"
@@ -409,7 +460,7 @@ impl JobManager {
     /// an ended job, it is called at once (asynchronously). It keeps the process alive while
     /// the job runs, never after the job ended or the manager was closed.
     ///
-    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_OWNER` (as `onData`).
     #[napi(
         catch_unwind,
         ts_args_type = "jobId: string, callback: (info: JobInfo) => void"
@@ -450,7 +501,12 @@ impl JobManager {
         callback: Function<'_, T, UnknownReturnValue>,
     ) -> Result<(JobId, Callback<T>)> {
         let id = parse_id(job_id)?;
-        self.jobs.status(id).map_err(from_engine)?;
+        let info = self.jobs.status(id).map_err(from_engine)?;
+        if !info.status.is_final() {
+            // A running job of another process sharing the state directory has no events
+            // here: NOT_OWNER rather than a listener that would take it for ended.
+            self.jobs.subscribe(id).map_err(from_engine)?;
+        }
         let cb = callback
             .build_threadsafe_function()
             .weak::<false>()

@@ -34,6 +34,96 @@ pub struct ManagerOptions {
     /// `timeoutMs` is cut to it and the result says `capped: true`. Default 50 000 (the MCP
     /// server's bound, below the 60 s many MCP clients allow a request).
     pub max_wait_ms: Option<f64>,
+    /// Keep job records and clean transcripts in this directory (created with mode 0700, files
+    /// 0600), so that jobs outlive the manager: a later manager on the same directory (in this
+    /// process or another one) lists them, with `thisServer: false`, and reads their output.
+    /// A relative path is taken from the current directory. Giving it turns persistence on;
+    /// `persist: false` turns it off again.
+    pub state_dir: Option<String>,
+    /// Persist jobs (see `stateDir`) in the platform's state directory
+    /// (`$XDG_STATE_HOME/ptyjobs`, `~/.local/state/ptyjobs`) unless `stateDir` names another.
+    /// Default false: unlike the MCP server, which persists by default, the binding keeps
+    /// everything in memory and writes nothing unless asked. `false` wins over `stateDir`.
+    pub persist: Option<bool>,
+    /// With persistence: most finished jobs kept on disk, the oldest pruned first. Default 500.
+    pub keep_jobs: Option<f64>,
+    /// With persistence: finished jobs older than this many days (fractions allowed) are
+    /// pruned. Default 14.
+    pub keep_days: Option<f64>,
+    /// With persistence: most bytes all records and logs in the state directory may take
+    /// together; the oldest finished jobs are pruned first. Default 1 GiB.
+    pub keep_bytes: Option<f64>,
+    /// With persistence: per-job cap of the transcript on disk, in bytes; a marker line ends a
+    /// log that reached it (memory still holds the recent lines). Default 100 MiB.
+    pub job_log_bytes: Option<f64>,
+}
+
+/// Longest `keepDays` accepted (about 2700 years, as the server).
+const MAX_KEEP_DAYS: f64 = 1e6;
+
+impl ManagerOptions {
+    /// The state directory's settings these options ask for: `None` for in-memory only. The
+    /// retention options are checked even then (a typo should not wait for `persist: true`).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for an empty `stateDir`, a retention option out of range, or
+    /// `persist: true` where the platform has no state directory.
+    pub fn store_config(&self) -> Result<Option<engine::StoreConfig>> {
+        let keep_jobs = self
+            .keep_jobs
+            .map(|v| count("keepJobs", v))
+            .transpose()?;
+        let keep_age = match self.keep_days {
+            Some(d) if d.is_finite() && (0.0..=MAX_KEEP_DAYS).contains(&d) => {
+                Some(Duration::from_secs_f64(d * 86_400.0))
+            }
+            Some(d) => {
+                return Err(invalid(format!(
+                    "keepDays must be a number of days between 0 and {MAX_KEEP_DAYS}, got {d}"
+                )));
+            }
+            None => None,
+        };
+        let keep_bytes = self
+            .keep_bytes
+            .map(|v| whole("keepBytes", v, 0, MAX_SAFE))
+            .transpose()?;
+        let job_log_bytes = self
+            .job_log_bytes
+            .map(|v| whole("jobLogBytes", v, 0, MAX_SAFE))
+            .transpose()?;
+        let dir = match (&self.state_dir, self.persist) {
+            (Some(dir), _) if dir.is_empty() => {
+                return Err(invalid(
+                    "stateDir must not be empty: give a directory, or leave it out",
+                ));
+            }
+            (_, Some(false)) | (None, None) => return Ok(None),
+            (Some(dir), _) => std::path::absolute(dir).map_err(|e| {
+                invalid(format!("stateDir {dir:?} cannot be made absolute: {e}"))
+            })?,
+            (None, Some(true)) => engine::StoreConfig::default_dir().ok_or_else(|| {
+                invalid(
+                    "persist: the platform has no state directory (no home directory): \
+                     give stateDir",
+                )
+            })?,
+        };
+        let mut cfg = engine::StoreConfig::new(dir);
+        if let Some(v) = keep_jobs {
+            cfg.keep_jobs = v;
+        }
+        if let Some(v) = keep_age {
+            cfg.keep_age = v;
+        }
+        if let Some(v) = keep_bytes {
+            cfg.keep_bytes = v;
+        }
+        if let Some(v) = job_log_bytes {
+            cfg.job_log_bytes = v;
+        }
+        Ok(Some(cfg))
+    }
 }
 
 /// Options of `execute(command, options?)`.
@@ -266,6 +356,10 @@ pub struct JobInfo {
     pub cols: u32,
     /// Terminal height.
     pub rows: u32,
+    /// Whether this manager started the job. False for jobs read from the state directory
+    /// (with persistence): those of earlier managers and runs, which have ended, and those a
+    /// live process sharing the directory runs, which only it controls (`NOT_OWNER`).
+    pub this_server: bool,
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -295,6 +389,7 @@ impl From<engine::JobInfo> for JobInfo {
             reason: i.reason,
             cols: u32::from(i.size.0),
             rows: u32::from(i.size.1),
+            this_server: i.this_server,
         }
     }
 }
@@ -570,6 +665,79 @@ mod tests {
             },
         ] {
             let e = bad.spec(None).err().map(|e| e.status);
+            assert_eq!(e, Some(crate::error::Code::InvalidArgument));
+        }
+    }
+
+    #[test]
+    fn persistence_is_off_unless_asked() {
+        let none = ManagerOptions::default();
+        assert!(matches!(none.store_config(), Ok(None)));
+        let off = ManagerOptions {
+            state_dir: Some("/tmp/x".into()),
+            persist: Some(false),
+            keep_jobs: Some(3.0),
+            ..ManagerOptions::default()
+        };
+        assert!(matches!(off.store_config(), Ok(None)));
+    }
+
+    #[test]
+    fn a_state_dir_with_retention_becomes_a_store_config() {
+        let o = ManagerOptions {
+            state_dir: Some("/tmp/state".into()),
+            keep_jobs: Some(7.0),
+            keep_days: Some(0.5),
+            keep_bytes: Some(1000.0),
+            job_log_bytes: Some(0.0),
+            ..ManagerOptions::default()
+        };
+        let cfg = o.store_config().ok().flatten();
+        let cfg = cfg.as_ref();
+        assert_eq!(cfg.map(|c| c.dir.clone()), Some("/tmp/state".into()));
+        assert_eq!(cfg.map(|c| c.keep_jobs), Some(7));
+        assert_eq!(cfg.map(|c| c.keep_age), Some(Duration::from_secs(43_200)));
+        assert_eq!(cfg.map(|c| c.keep_bytes), Some(1000));
+        assert_eq!(cfg.map(|c| c.job_log_bytes), Some(0));
+        let relative = ManagerOptions {
+            state_dir: Some("rel/dir".into()),
+            persist: Some(true),
+            ..ManagerOptions::default()
+        };
+        let dir = relative.store_config().ok().flatten().map(|c| c.dir);
+        assert!(dir.is_some_and(|d| d.is_absolute() && d.ends_with("rel/dir")));
+    }
+
+    #[test]
+    fn bad_persistence_options_are_invalid_arguments() {
+        for bad in [
+            ManagerOptions {
+                state_dir: Some(String::new()),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                keep_jobs: Some(-1.0),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                keep_days: Some(f64::NAN),
+                persist: Some(true),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                keep_days: Some(-0.1),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                keep_bytes: Some(1.5),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                job_log_bytes: Some(f64::INFINITY),
+                ..ManagerOptions::default()
+            },
+        ] {
+            let e = bad.store_config().err().map(|e| e.status);
             assert_eq!(e, Some(crate::error::Code::InvalidArgument));
         }
     }

@@ -20,10 +20,11 @@ fn assert_numbered(out: &Value) {
     }
 }
 
-/// `next_offset` reads return exactly the new lines, also after the oldest were evicted.
+/// `next_offset` reads return exactly the new lines, also after the oldest were evicted from
+/// memory with no disk log to read them back from (with one, see `persist.rs`).
 #[tokio::test]
 async fn next_offset_reads_return_exactly_the_new_lines_across_eviction() {
-    let s = Server::start(&["--transcript-bytes", "1024"]).await;
+    let s = Server::start(&["--transcript-bytes", "1024", "--no-persist"]).await;
     let (id, _) = s
         .exec("stty -echo; seq 1 5; read x; seq 6 600; read x; seq 601 605; read x")
         .await;

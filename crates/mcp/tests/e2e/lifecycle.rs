@@ -82,7 +82,10 @@ impl Drop for KillGuard {
 /// writing to its terminal: the client's stdio is teed through a line checker.
 #[tokio::test]
 async fn stdout_carries_only_json_rpc() {
+    let state = tempfile::tempdir().expect("temp state dir");
     let mut child = tokio::process::Command::new(BIN)
+        .arg("--state-dir")
+        .arg(state.path())
         .env("RUST_LOG", "debug")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -169,6 +172,9 @@ fn version_help_and_bad_flags() {
         "--cols",
         "--rows",
         "--shell",
+        "--state-dir",
+        "--no-persist",
+        "PTYJOBS_STATE_DIR",
         "PTYJOBS_MAX_JOBS",
         "PTYJOBS_SHELL",
     ] {

@@ -4,6 +4,7 @@ mod bad_input;
 mod cursors;
 mod keys;
 mod lifecycle;
+mod persist;
 mod processes;
 mod terminal;
 mod tools;

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::util::{DEADLINE, Server, wait_until};
 
-const TOOLS: [&str; 11] = [
+const TOOLS: [&str; 12] = [
     "execute_command",
     "get_job_status",
     "get_job_output",
@@ -16,6 +16,7 @@ const TOOLS: [&str; 11] = [
     "get_job_screen",
     "resize_job",
     "search_job_output",
+    "remove_job",
 ];
 
 #[tokio::test]

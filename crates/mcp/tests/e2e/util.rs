@@ -108,23 +108,52 @@ pub struct Server {
     pub heard: Recorder,
     calls: AtomicUsize,
     log: Arc<Mutex<String>>,
+    /// The state directory the harness made for this server (removed when it is dropped).
+    _state: Option<tempfile::TempDir>,
 }
 
 impl Server {
     /// Starts `ptyjobs` with `args` and completes the MCP handshake.
     pub async fn start(args: &[&str]) -> Self {
-        Self::start_with(args, None).await
+        Self::start_with(args, None, &[]).await
+    }
+
+    /// Starts `ptyjobs` with `args` and these environment variables.
+    pub async fn start_env(args: &[&str], env: &[(&str, &std::path::Path)]) -> Self {
+        Self::start_with(args, None, env).await
+    }
+
+    /// Starts `ptyjobs` on the state directory `dir`, with `args`.
+    pub async fn start_in(dir: &std::path::Path, args: &[&str]) -> Self {
+        let dir = dir.to_str().expect("utf-8 temp path");
+        let mut all = vec!["--state-dir", dir];
+        all.extend_from_slice(args);
+        Self::start_with(&all, None, &[]).await
     }
 
     /// Like [`Server::start`], with the server logging at `filter` (a `RUST_LOG` value) into
     /// [`Server::log`].
     pub async fn start_logged(args: &[&str], filter: &str) -> Self {
-        Self::start_with(args, Some(filter)).await
+        Self::start_with(args, Some(filter), &[]).await
     }
 
-    async fn start_with(args: &[&str], log_filter: Option<&str>) -> Self {
+    async fn start_with(
+        args: &[&str],
+        log_filter: Option<&str>,
+        env: &[(&str, &std::path::Path)],
+    ) -> Self {
         let mut cmd = tokio::process::Command::new(BIN);
         cmd.args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // Never the user's state directory: a fresh one per server unless the test picks one.
+        let picked = args.iter().any(|a| *a == "--state-dir" || *a == "--no-persist")
+            || env.iter().any(|(k, _)| k.starts_with("PTYJOBS_") || *k == "XDG_STATE_HOME");
+        let state = (!picked).then(|| tempfile::tempdir().expect("temp state dir"));
+        if let Some(dir) = &state {
+            cmd.arg("--state-dir").arg(dir.path());
+        }
         if let Some(filter) = log_filter {
             cmd.env("RUST_LOG", filter);
         }
@@ -167,6 +196,7 @@ impl Server {
             heard,
             calls: AtomicUsize::new(0),
             log,
+            _state: state,
         }
     }
 
@@ -312,6 +342,17 @@ impl Server {
             },
         )
         .await
+    }
+
+    /// SIGKILLs the server (its jobs lose their terminal) and waits until it is gone.
+    pub async fn crash(&mut self) {
+        kill(self.pid, libc::SIGKILL);
+        let pid = self.pid;
+        wait_until("the server to die", DEADLINE, || async { (!alive(pid)).then_some(()) }).await;
+        // Reap it: the client's transport owns the child.
+        if let Some(client) = self.client.take() {
+            let _ = tokio::time::timeout(DEADLINE, client.cancel()).await;
+        }
     }
 
     /// Asserts the server still answers.
