@@ -125,7 +125,14 @@ impl Drop for Inner {
         let running: Vec<u32> = t
             .jobs
             .values()
-            .filter(|j| !lock(&j.state).status.is_final())
+            .filter(|j| {
+                let mut s = lock(&j.state);
+                let running = !s.status.is_final();
+                if running {
+                    s.kill_reason.get_or_insert_with(|| "manager dropped".to_owned());
+                }
+                running
+            })
             .map(|j| j.pid)
             .collect();
         signal::kill_jobs(&running, libc::SIGKILL);

@@ -52,8 +52,9 @@ pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) table: Mutex<Table>,
-    /// The state directory, when jobs are persisted.
-    pub(crate) store: Option<Store>,
+    /// The state directory, when jobs are persisted. Shared with the reader threads, which
+    /// write a job's final record even after the manager is gone.
+    pub(crate) store: Option<Arc<Store>>,
 }
 
 #[derive(Default)]
@@ -153,6 +154,7 @@ impl Job {
 struct JobSink {
     job: Arc<Job>,
     manager: Weak<Inner>,
+    store: Option<Arc<Store>>,
 }
 
 impl pty::Sink for JobSink {
@@ -171,10 +173,7 @@ impl pty::Sink for JobSink {
     }
 
     fn idle(&self) {
-        let Some(inner) = self.manager.upgrade() else {
-            return;
-        };
-        let Some(store) = &inner.store else {
+        let Some(store) = &self.store else {
             return;
         };
         let lines = {
@@ -188,9 +187,8 @@ impl pty::Sink for JobSink {
     }
 
     fn exited(&self, exit: ExitInfo) {
-        let inner = self.manager.upgrade();
-        finish(&self.job, exit, inner.as_ref().and_then(|i| i.store.as_ref()));
-        if let Some(inner) = inner {
+        finish(&self.job, exit, self.store.as_deref());
+        if let Some(inner) = self.manager.upgrade() {
             inner.retire(self.job.id);
         }
         self.job.events.send_modify(|e| e.finished = true);
@@ -320,7 +318,7 @@ impl JobManager {
     /// # Errors
     /// [`Error::Io`] when the configured state directory cannot be created.
     pub fn with_runtime(config: EngineConfig, runtime: tokio::runtime::Handle) -> Result<Self> {
-        let store = config.store.clone().map(Store::open).transpose()?;
+        let store = config.store.clone().map(Store::open).transpose()?.map(Arc::new);
         let inner = Arc::new(Inner {
             config,
             runtime,
@@ -347,7 +345,7 @@ impl JobManager {
 
     /// The state directory, when jobs are persisted.
     pub fn store(&self) -> Option<&Store> {
-        self.inner.store.as_ref()
+        self.inner.store.as_deref()
     }
 
     /// The limits and defaults in force.
@@ -446,7 +444,7 @@ impl JobManager {
             events,
             done,
         });
-        if let (Some(store), Some(server)) = (&inner.store, inner.store.as_ref().and_then(Store::server)) {
+        if let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?))) {
             let record = JobRecord::new(&job.info(), spec.env.keys().cloned().collect(), server.clone());
             match store.begin(&record) {
                 Ok(log) => {
@@ -465,6 +463,7 @@ impl JobManager {
         let sink = JobSink {
             job: job.clone(),
             manager: Arc::downgrade(inner),
+            store: inner.store.clone(),
         };
         if let Err(e) = pty::start_reader(job.pid, reader_fd, cfg.drain_timeout, sink) {
             signal::kill_jobs(&[job.pid], libc::SIGKILL);
@@ -496,7 +495,7 @@ impl JobManager {
     }
 
     fn stored_info(&self, job: &StoredJob) -> JobInfo {
-        job.info(self.inner.store.as_ref().and_then(Store::instance))
+        job.info(self.inner.store.as_deref().and_then(Store::instance))
     }
 
     /// Every known job, newest first: this manager's, then (with a state directory) those of
@@ -574,7 +573,7 @@ impl JobManager {
     fn store_of(&self, _job: &StoredJob) -> Result<&Store> {
         self.inner
             .store
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| Error::InvalidArgument("no state directory".into()))
     }
 
@@ -665,7 +664,7 @@ impl JobManager {
                 }
             }
             Found::Stored(job) => {
-                let ours = self.inner.store.as_ref().and_then(Store::server) == Some(&job.record.server);
+                let ours = self.inner.store.as_deref().and_then(Store::server) == Some(&job.record.server);
                 if job.owner_alive && !ours {
                     return Err(Error::NotOwner {
                         id,

@@ -307,3 +307,20 @@ async fn no_persist_writes_nothing_and_the_default_dir_follows_xdg() {
     let log = xdg.join("ptyjobs/jobs").join(&id).join("output.log");
     assert_eq!(std::fs::read_to_string(log).expect("log"), "kept on disk\n");
 }
+
+#[tokio::test]
+async fn a_corrupt_record_is_skipped_with_a_warning() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let torn = state
+        .path()
+        .join("jobs/0b0b0b0b-0000-4000-8000-000000000000");
+    std::fs::create_dir_all(&torn).expect("mkdir");
+    std::fs::write(torn.join("meta.json"), "{\"format\": 1, \"id\": ").expect("write");
+    let dir = state.path().to_str().expect("utf-8");
+    let s = Server::start_logged(&["--state-dir", dir], "warn").await;
+    assert!(listed(&s).await.is_empty());
+    let (id, _) = s.exec("echo still serving").await;
+    s.wait_done(&id).await;
+    assert_eq!(listed(&s).await.len(), 1);
+    assert!(s.log().contains("skipping job 0b0b0b0b"), "{}", s.log());
+}

@@ -1,0 +1,99 @@
+//! The state directory through the engine's API: what a later manager reads back, what a
+//! dropped manager still writes, and what is skipped.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{manager_with, run, wait_until};
+use ptyjobs_engine::{JobManager, JobSpec, JobStatus, StoreConfig};
+
+fn persisted(dir: &std::path::Path) -> JobManager {
+    manager_with(|c| c.store = Some(StoreConfig::new(dir)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_manager_reads_the_jobs_of_an_earlier_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = persisted(dir.path());
+    let (done, done_out) = run(&first, "printf 'a\\033[31mred\\033[0m\\nb\\n'").await;
+    let (failed, _) = run(&first, "exit 7").await;
+    let running = first.execute(JobSpec::new("sleep 1000")).unwrap();
+    first.shutdown().await;
+    drop(first);
+
+    let second = persisted(dir.path());
+    let list = second.list();
+    assert_eq!(list.len(), 3);
+    assert!(list.iter().all(|j| !j.this_server));
+    let d = second.status(done.id).unwrap();
+    assert_eq!((d.status, d.exit_code), (JobStatus::Completed, Some(0)));
+    assert_eq!(second.output(done.id, None, None).unwrap().output, done_out);
+    assert_eq!(done_out, "ared\nb");
+    assert_eq!(second.tail(done.id, 1).unwrap().output, "b");
+    assert_eq!(second.status(failed.id).unwrap().exit_code, Some(7));
+    let r = second.status(running.id).unwrap();
+    assert_eq!(r.status, JobStatus::Killed);
+    assert_eq!(r.reason.as_deref(), Some("shutdown"));
+    assert!(matches!(
+        second.kill(running.id, ptyjobs_engine::Signal::TERM, None).await,
+        Ok(ptyjobs_engine::KillOutcome::AlreadyTerminated)
+    ));
+    assert!(matches!(
+        second.write(failed.id, b"x"),
+        Err(ptyjobs_engine::Error::NotRunning { .. })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_manager_still_finishes_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = persisted(dir.path());
+    let job = first.execute(JobSpec::new("echo up; sleep 1000")).unwrap();
+    common::wait_for_output(&first, job.id, "up").await;
+    drop(first);
+    let second = persisted(dir.path());
+    // The first manager's readers write the final record after it is gone.
+    let ended = wait_until(Duration::from_secs(10), || {
+        second
+            .status(job.id)
+            .is_ok_and(|j| j.status == JobStatus::Killed)
+    })
+    .await;
+    assert!(ended, "{:?}", second.status(job.id));
+    assert_eq!(
+        second.status(job.id).unwrap().reason.as_deref(),
+        Some("manager dropped")
+    );
+    assert_eq!(second.output(job.id, None, None).unwrap().output, "up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_records_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = persisted(dir.path());
+    let (good, _) = run(&first, "echo fine").await;
+    drop(first);
+    let bad = dir
+        .path()
+        .join("jobs/0b0b0b0b-0000-4000-8000-000000000000");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("meta.json"), "{ torn").unwrap();
+    std::fs::write(dir.path().join("jobs/not-a-job"), "x").unwrap();
+    let second = persisted(dir.path());
+    let list = second.list();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].id, good.id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_store_nothing_is_found_after_a_restart() {
+    let first = manager_with(|_| {});
+    let (job, _) = run(&first, "true").await;
+    drop(first);
+    let second = manager_with(|_| {});
+    assert!(matches!(
+        second.status(job.id),
+        Err(ptyjobs_engine::Error::JobNotFound(_))
+    ));
+}
