@@ -129,7 +129,8 @@ impl Drop for Inner {
                 let mut s = lock(&j.state);
                 let running = !s.status.is_final();
                 if running {
-                    s.kill_reason.get_or_insert_with(|| "manager dropped".to_owned());
+                    s.kill_reason
+                        .get_or_insert_with(|| "manager dropped".to_owned());
                 }
                 running
             })

@@ -318,7 +318,12 @@ impl JobManager {
     /// # Errors
     /// [`Error::Io`] when the configured state directory cannot be created.
     pub fn with_runtime(config: EngineConfig, runtime: tokio::runtime::Handle) -> Result<Self> {
-        let store = config.store.clone().map(Store::open).transpose()?.map(Arc::new);
+        let store = config
+            .store
+            .clone()
+            .map(Store::open)
+            .transpose()?
+            .map(Arc::new);
         let inner = Arc::new(Inner {
             config,
             runtime,
@@ -444,8 +449,13 @@ impl JobManager {
             events,
             done,
         });
-        if let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?))) {
-            let record = JobRecord::new(&job.info(), spec.env.keys().cloned().collect(), server.clone());
+        if let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?)))
+        {
+            let record = JobRecord::new(
+                &job.info(),
+                spec.env.keys().cloned().collect(),
+                server.clone(),
+            );
             match store.begin(&record) {
                 Ok(log) => {
                     let mut s = lock(&job.state);
@@ -515,7 +525,7 @@ impl JobManager {
             let stored = store.records_except(|id| known.contains(&id));
             if !stored.is_empty() {
                 list.extend(stored.iter().map(|j| self.stored_info(j)));
-                list.sort_by(|a, b| b.started.cmp(&a.started));
+                list.sort_by_key(|j| std::cmp::Reverse(j.started));
             }
         }
         list
@@ -550,7 +560,9 @@ impl JobManager {
                 // Evicted from memory but on disk: read the gap from the log.
                 let gap_end = slice.first_line.min(on_disk);
                 let want = limit.unwrap_or(usize::MAX);
-                let gap = usize::try_from(gap_end - from).unwrap_or(usize::MAX).min(want);
+                let gap = usize::try_from(gap_end - from)
+                    .unwrap_or(usize::MAX)
+                    .min(want);
                 let mut lines = store.read_log(id, from, gap)?;
                 // Then memory's lines, if the disk reached them (a capped log may stop short).
                 if gap_end == slice.first_line && slice.line_count > 0 {
@@ -664,7 +676,8 @@ impl JobManager {
                 }
             }
             Found::Stored(job) => {
-                let ours = self.inner.store.as_deref().and_then(Store::server) == Some(&job.record.server);
+                let ours =
+                    self.inner.store.as_deref().and_then(Store::server) == Some(&job.record.server);
                 if job.owner_alive && !ours {
                     return Err(Error::NotOwner {
                         id,

@@ -57,13 +57,24 @@ pub(crate) fn search(
     max_matches: usize,
     status: JobStatus,
 ) -> SearchResult {
+    search_lines(|f| term.visit_lines(0, f), re, context, max_matches, status)
+}
+
+/// Searches the numbered lines `visit` hands to its callback, in order.
+pub(crate) fn search_lines(
+    visit: impl FnOnce(&mut dyn FnMut(u64, &str) -> ControlFlow<()>),
+    re: &Regex,
+    context: usize,
+    max_matches: usize,
+    status: JobStatus,
+) -> SearchResult {
     let mut matches: Vec<SearchMatch> = Vec::new();
     let mut total = 0u64;
     let mut first = None;
     let mut end = 0;
     // The last `context` lines, copied: lines are borrowed only for the visit.
     let mut recent: VecDeque<String> = VecDeque::new();
-    term.visit_lines(0, |n, line| {
+    visit(&mut |n, line| {
         first.get_or_insert(n);
         end = n + 1;
         for m in matches.iter_mut().rev() {

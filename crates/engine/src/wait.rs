@@ -9,9 +9,10 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::job::{JobId, JobInfo};
-use crate::manager::{JobManager, lock};
+use crate::manager::{Found, JobManager, lock};
 use crate::output::OutputSlice;
 use crate::search::{self, SearchResult};
+use crate::store::StoredJob;
 
 /// How often a port is probed.
 const PORT_PROBE: Duration = Duration::from_millis(100);
@@ -107,12 +108,25 @@ impl JobManager {
         spec: &WaitSpec,
         mut progress: impl FnMut(WaitProgress),
     ) -> Result<WaitOutcome> {
-        let job = self.inner.job(id)?;
         let max = self.inner.config.max_wait;
         let requested = spec.timeout.unwrap_or(max);
         let capped = requested > max;
         let total = requested.min(max);
         let start = Instant::now();
+        let job = match self.inner.find(id)? {
+            Found::Live(job) => job,
+            // A job of an earlier run, or another server's: only its end can be watched,
+            // through its record.
+            Found::Stored(_) => {
+                let info = self.wait(id, Some(total)).await?;
+                let reason = if info.status.is_final() {
+                    WaitReason::Exited
+                } else {
+                    WaitReason::Timeout
+                };
+                return self.outcome(id, reason, None, capped, start);
+            }
+        };
         let deadline = start + total;
         let mut rx = job.events.subscribe();
         // Lines before `scan_from` were already searched (or are too old to count).
@@ -224,7 +238,12 @@ impl JobManager {
         context: usize,
         max_matches: usize,
     ) -> Result<SearchResult> {
-        let job = self.inner.job(id)?;
+        let job = match self.inner.find(id)? {
+            Found::Live(job) => job,
+            Found::Stored(stored) => {
+                return self.search_stored(&stored, pattern, context, max_matches);
+            }
+        };
         let s = lock(&job.state);
         Ok(search::search(
             &s.term,
@@ -233,5 +252,51 @@ impl JobManager {
             max_matches,
             s.status,
         ))
+    }
+
+    /// Searches a job known from the state directory, reading its log a page at a time.
+    fn search_stored(
+        &self,
+        job: &StoredJob,
+        pattern: &Regex,
+        context: usize,
+        max_matches: usize,
+    ) -> Result<SearchResult> {
+        const PAGE: usize = 4096;
+        let Some(store) = self.store() else {
+            return Err(crate::Error::JobNotFound(job.record.id));
+        };
+        let mut failure = None;
+        let result = search::search_lines(
+            |f| {
+                let mut from = 0;
+                loop {
+                    let page = match store.output(job, Some(from), Some(PAGE)) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            failure = Some(e);
+                            return;
+                        }
+                    };
+                    if page.line_count == 0 {
+                        return;
+                    }
+                    for (n, line) in (from..).zip(page.output.split('\n')) {
+                        if f(n, line).is_break() {
+                            return;
+                        }
+                    }
+                    from = page.next_offset;
+                }
+            },
+            pattern,
+            context,
+            max_matches,
+            job.record.status,
+        );
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(result),
+        }
     }
 }

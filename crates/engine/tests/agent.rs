@@ -39,7 +39,9 @@ async fn wait_for_a_pattern_printed_after_the_call() {
         (out.matched_line.as_deref(), out.line_number),
         (Some("ready-old"), Some(0))
     );
-    m.kill(job.id, ptyjobs_engine::Signal::KILL, None).await.unwrap();
+    m.kill(job.id, ptyjobs_engine::Signal::KILL, None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -83,7 +85,9 @@ async fn wait_for_a_port_to_open() {
     };
     let out = m.wait_for(job.id, &spec, |_| {}).await.unwrap();
     assert_eq!(out.reason, WaitReason::PortOpen, "{out:?}");
-    m.kill(job.id, ptyjobs_engine::Signal::KILL, None).await.unwrap();
+    m.kill(job.id, ptyjobs_engine::Signal::KILL, None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -101,7 +105,9 @@ async fn a_wait_times_out_reports_progress_and_is_capped() {
     assert!(out.capped);
     assert!(t.elapsed() >= Duration::from_millis(1500) && t.elapsed() < Duration::from_secs(5));
     assert!(ticks >= 1);
-    m.kill(job.id, ptyjobs_engine::Signal::KILL, None).await.unwrap();
+    m.kill(job.id, ptyjobs_engine::Signal::KILL, None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -208,5 +214,7 @@ async fn the_screen_of_a_full_screen_program() {
             .output
             .contains("hello")
     );
-    m.kill(job.id, ptyjobs_engine::Signal::KILL, None).await.unwrap();
+    m.kill(job.id, ptyjobs_engine::Signal::KILL, None)
+        .await
+        .unwrap();
 }

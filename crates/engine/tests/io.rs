@@ -71,7 +71,9 @@ async fn interact_catches_a_reply_that_takes_a_second() {
         "took {:?}",
         t.elapsed()
     );
-    m.kill(job.id, ptyjobs_engine::Signal::KILL, None).await.unwrap();
+    m.kill(job.id, ptyjobs_engine::Signal::KILL, None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -96,7 +98,9 @@ async fn interact_with_a_job_that_does_not_read_returns_by_its_deadline() {
     );
     assert!(reply.bytes_written < big.len());
     assert_eq!(reply.status, JobStatus::Running);
-    m.kill(job.id, ptyjobs_engine::Signal::KILL, None).await.unwrap();
+    m.kill(job.id, ptyjobs_engine::Signal::KILL, None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

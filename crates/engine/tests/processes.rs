@@ -140,7 +140,9 @@ async fn the_running_limit_counts_only_running_jobs() {
     // b finished, so a slot is free again
     let c = m.execute(JobSpec::new("true")).unwrap();
     m.wait(c.id, Some(Duration::from_secs(10))).await.unwrap();
-    m.kill(a.id, ptyjobs_engine::Signal::KILL, None).await.unwrap();
+    m.kill(a.id, ptyjobs_engine::Signal::KILL, None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

@@ -36,13 +36,27 @@ async fn a_later_manager_reads_the_jobs_of_an_earlier_one() {
     assert_eq!(r.status, JobStatus::Killed);
     assert_eq!(r.reason.as_deref(), Some("shutdown"));
     assert!(matches!(
-        second.kill(running.id, ptyjobs_engine::Signal::TERM, None).await,
+        second
+            .kill(running.id, ptyjobs_engine::Signal::TERM, None)
+            .await,
         Ok(ptyjobs_engine::KillOutcome::AlreadyTerminated)
     ));
     assert!(matches!(
         second.write(failed.id, b"x"),
         Err(ptyjobs_engine::Error::NotRunning { .. })
     ));
+    // Search and wait work on the earlier run's jobs too.
+    let re = ptyjobs_engine::compile_pattern("^b$").unwrap();
+    let found = second.search(done.id, &re, 1, 10).unwrap();
+    assert_eq!(found.total_matches, 1);
+    assert_eq!(found.matches[0].line, 1);
+    assert_eq!(found.matches[0].before, ["ared"]);
+    let waited = second
+        .wait_for(done.id, &ptyjobs_engine::WaitSpec::default(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(waited.reason, ptyjobs_engine::WaitReason::Exited);
+    assert_eq!(waited.tail.output, "ared\nb");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,9 +88,7 @@ async fn unreadable_records_are_skipped() {
     let first = persisted(dir.path());
     let (good, _) = run(&first, "echo fine").await;
     drop(first);
-    let bad = dir
-        .path()
-        .join("jobs/0b0b0b0b-0000-4000-8000-000000000000");
+    let bad = dir.path().join("jobs/0b0b0b0b-0000-4000-8000-000000000000");
     std::fs::create_dir_all(&bad).unwrap();
     std::fs::write(bad.join("meta.json"), "{ torn").unwrap();
     std::fs::write(dir.path().join("jobs/not-a-job"), "x").unwrap();

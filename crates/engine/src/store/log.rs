@@ -75,7 +75,9 @@ impl LogWriter {
     }
 
     fn fail(&mut self, e: &std::io::Error) {
-        tracing::warn!("job log write failed, the rest of this job's output stays in memory only: {e}");
+        tracing::warn!(
+            "job log write failed, the rest of this job's output stays in memory only: {e}"
+        );
         self.out = None;
         self.truncated = true;
     }
@@ -143,7 +145,12 @@ impl LogIndex {
     }
 
     /// Lines `from..from+limit` (clamped to the complete lines indexed).
-    pub(crate) fn read(&self, file: &File, from: u64, limit: usize) -> std::io::Result<Vec<String>> {
+    pub(crate) fn read(
+        &self,
+        file: &File,
+        from: u64,
+        limit: usize,
+    ) -> std::io::Result<Vec<String>> {
         let end = self.lines.min(from.saturating_add(limit as u64));
         if from >= end {
             return Ok(Vec::new());
@@ -199,8 +206,14 @@ mod tests {
         let f = File::open(&path).unwrap();
         assert_eq!(index.update(&f).unwrap(), 3000);
         assert_eq!(index.read(&f, 0, 2).unwrap(), ["line 0", "line 1"]);
-        assert_eq!(index.read(&f, 2047, 3).unwrap(), ["line 2047", "line 2048", "line 2049"]);
-        assert_eq!(index.read(&f, 2998, 10).unwrap(), ["line 2998", "line 2999"]);
+        assert_eq!(
+            index.read(&f, 2047, 3).unwrap(),
+            ["line 2047", "line 2048", "line 2049"]
+        );
+        assert_eq!(
+            index.read(&f, 2998, 10).unwrap(),
+            ["line 2998", "line 2999"]
+        );
         assert!(index.read(&f, 3000, 10).unwrap().is_empty());
     }
 
@@ -214,7 +227,10 @@ mod tests {
         std::fs::write(&path, format!("a\nbb\nccc\n{long}\nz\n")).unwrap();
         let f = File::open(&path).unwrap();
         assert_eq!(index.update(&f).unwrap(), 5);
-        assert_eq!(index.read(&f, 2, 3).unwrap(), ["ccc".to_owned(), long, "z".to_owned()]);
+        assert_eq!(
+            index.read(&f, 2, 3).unwrap(),
+            ["ccc".to_owned(), long, "z".to_owned()]
+        );
     }
 
     #[test]

@@ -33,8 +33,8 @@ use crate::output::OutputSlice;
 use crate::signal::{self, KillOutcome, Signal};
 use crate::terminal::ScreenSnapshot;
 
-pub(crate) use log::LogWriter;
 use log::LogIndex;
+pub(crate) use log::LogWriter;
 pub use owner::ProcessRef;
 pub use record::{JobRecord, ServerRef};
 
@@ -339,7 +339,7 @@ impl Store {
                 }
             })
             .collect();
-        jobs.sort_by(|a, b| b.record.started.cmp(&a.record.started));
+        jobs.sort_by_key(|j| std::cmp::Reverse(j.record.started));
         jobs
     }
 
@@ -359,7 +359,9 @@ impl Store {
             .collect();
         match matches.as_slice() {
             [one] => Ok(*one),
-            [] => Err(Error::InvalidArgument(format!("no job id starts with {prefix:?}"))),
+            [] => Err(Error::InvalidArgument(format!(
+                "no job id starts with {prefix:?}"
+            ))),
             many => Err(Error::InvalidArgument(format!(
                 "job id prefix {prefix:?} is ambiguous: it matches {}",
                 many.iter()
@@ -512,15 +514,21 @@ impl Store {
     pub fn prune(&self) -> PruneReport {
         let mut report = PruneReport::default();
         let jobs = self.records();
-        let mut total: u64 = jobs.iter().map(|j| dir_size(&self.job_dir(j.record.id))).sum();
+        let mut total: u64 = jobs
+            .iter()
+            .map(|j| dir_size(&self.job_dir(j.record.id)))
+            .sum();
         let mut finished = jobs.iter().filter(|j| j.record.status.is_final()).count();
         let now = Utc::now();
-        let max_age = chrono::Duration::from_std(self.cfg.keep_age).unwrap_or(chrono::Duration::MAX);
+        let max_age =
+            chrono::Duration::from_std(self.cfg.keep_age).unwrap_or(chrono::Duration::MAX);
         // Oldest first: `records` is newest first.
         for job in jobs.iter().rev() {
             let r = &job.record;
             let removable = r.status.is_final()
-                && (!job.owner_alive || self.server.as_ref() == Some(&r.server) || self.server.is_none());
+                && (!job.owner_alive
+                    || self.server.as_ref() == Some(&r.server)
+                    || self.server.is_none());
             if !removable {
                 continue;
             }
