@@ -14,17 +14,27 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * output back as clean text (colours and escapes gone, `\r` redraws collapsed).
  *
  * Errors are `Error`s with a stable `code`: `JOB_NOT_FOUND`, `INVALID_JOB_ID`, `NOT_RUNNING`,
- * `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `IO_ERROR`.
+ * `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `NOT_OWNER` (a job of
+ * another live process sharing the state directory), `IO_ERROR`.
  * Async methods reject with the same errors.
  *
  * Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
  * process that exits takes its jobs down too.
+ *
+ * By default everything is kept in memory and nothing is written to disk. With `stateDir` (or
+ * `persist: true`) each job's record and clean transcript are also kept in a state directory,
+ * so its history outlives the manager: a later manager on the same directory lists the jobs
+ * of earlier runs (`thisServer: false`; one whose manager died while it ran reads `killed`,
+ * reason `server stopped`) and reads their output, until `removeJob` or the retention limits
+ * remove them. (The MCP server persists by default; the binding only when asked.)
  */
 export declare class JobManager {
   /**
-   * A manager with the given limits and defaults.
+   * A manager with the given limits and defaults, persisting its jobs when `stateDir` or
+   * `persist: true` says where.
    *
-   * @throws `INVALID_ARGUMENT` for an option out of range.
+   * @throws `INVALID_ARGUMENT` for an option out of range; `IO_ERROR` when the state
+   * directory cannot be created or used.
    */
   constructor(options?: ManagerOptions | undefined | null)
   /**
@@ -36,19 +46,27 @@ export declare class JobManager {
    */
   execute(command: string, options?: ExecuteOptions | undefined | null): JobInfo
   /**
-   * A snapshot of one job.
+   * A snapshot of one job (with persistence, also of a job of an earlier run or of another
+   * process sharing the state directory).
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
    */
   status(jobId: string): JobInfo
-  /** Every known job, newest first (finished jobs too, up to the engine's cap). */
+  /**
+   * Every known job, newest first (finished jobs too, up to the engine's cap). With
+   * persistence, also the jobs in the state directory: earlier runs' and those of other
+   * processes sharing it (`thisServer: false`).
+   */
   list(): Array<JobInfo>
   /**
    * Lines `offset .. offset + limit` of the job's clean transcript, at most `maxBytes` of
    * them. Line numbers are absolute and stable: pass the returned `nextOffset` as `offset`
    * to read only new lines (lines from `finalLines` on may still change on screen).
+   * With persistence, an `offset` below the lines memory still holds reads them from the
+   * job's transcript on disk, and jobs of earlier runs are read from there.
    *
-   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
+   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`, `IO_ERROR` (a transcript
+   * on disk that cannot be read).
    */
   output(jobId: string, options?: OutputOptions | undefined | null): Output
   /**
@@ -56,14 +74,14 @@ export declare class JobManager {
    * screen included: what a person would see at the bottom of the terminal. At most
    * `maxBytes` of them, as in `output()`.
    *
-   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`.
+   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT`, `IO_ERROR`.
    */
   tail(jobId: string, lines?: number | undefined | null, options?: TailOptions | undefined | null): Output
   /**
    * The visible screen of the job's terminal now: rows as text, cursor, size, whether a
    * full-screen program is on the alternate screen, the window title. What a person sees
    * looking at `top`, `vim` or a test watcher's interactive view (drawings on the alternate
-   * screen never enter the transcript).
+   * screen never enter the transcript). For a job of an earlier run, its last screen.
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
    */
@@ -72,9 +90,11 @@ export declare class JobManager {
    * Searches the job's whole held transcript (non-destructively) for lines matching
    * `pattern`, a regular expression in Rust `regex` syntax (`(?i)error|panic`; no
    * slashes, flags inline). Returns the first `maxMatches` matches with their absolute line
-   * numbers and `context` lines around each, and the count of all matches.
+   * numbers and `context` lines around each, and the count of all matches. A job read from
+   * the state directory (`thisServer: false`) is searched in its transcript on disk.
    *
-   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (bad pattern or option).
+   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (bad pattern or option),
+   * `IO_ERROR`.
    */
   search(jobId: string, pattern: string, options?: SearchOptions | undefined | null): SearchResult
   /**
@@ -109,9 +129,20 @@ export declare class JobManager {
    * after `graceMs`, and resolves once no process of the job remains.
    *
    * Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
-   * with `INVALID_JOB_ID` or `INVALID_ARGUMENT` (unknown signal, bad grace).
+   * with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
+   * (a running job of another live process sharing the state directory).
    */
   kill(jobId: string, options?: KillOptions | undefined | null): Promise<KillResult>
+  /**
+   * Forgets a finished job: it leaves `list()`, its id answers `JOB_NOT_FOUND` from then
+   * on, and with persistence its record and transcript are deleted from the state
+   * directory. Works on jobs of earlier runs too.
+   *
+   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (the job is still
+   * running: kill it first), `NOT_OWNER` (a job of another live process sharing the state
+   * directory), `IO_ERROR`.
+   */
+  removeJob(jobId: string): void
   /**
    * Waits for the job without polling. Two forms, told apart by the options:
    *
@@ -129,6 +160,11 @@ export declare class JobManager {
    * `JobInfo` when none is, the union when the type cannot tell (a `WaitOptions` variable:
    * `'info' in result` tells them apart). Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`,
    * `INVALID_ARGUMENT` (bad pattern, `idleMs`, `port` or `timeoutMs`).
+   *
+   * Of a job read from the state directory (`thisServer: false`) only the end can be
+   * watched, through its record: an ended one resolves at once (`exited` in the form with a
+   * condition); for one another process runs, `pattern`, `idleMs` and `port` are not
+   * watched and the wait ends at its exit or at the timeout.
    */
   wait<O extends WaitOptions = {}>(jobId: string, options?: O): Promise<O extends { pattern: string } | { idleMs: number } | { port: number } ? WaitResult : [Extract<keyof O, 'pattern' | 'idleMs' | 'port'>] extends [never] ? JobInfo : JobInfo | WaitResult>
   /**
@@ -141,7 +177,8 @@ export declare class JobManager {
    * keeps the process alive while the job runs, never after the job ended or the manager was
    * closed.
    *
-   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_OWNER` (a running job of another
+   * process sharing the state directory: it cannot be followed from here).
    */
   onData(jobId: string, callback: (data: string) => void): void
   /**
@@ -150,7 +187,7 @@ export declare class JobManager {
    * an ended job, it is called at once (asynchronously). It keeps the process alive while
    * the job runs, never after the job ended or the manager was closed.
    *
-   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
+   * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_OWNER` (as `onData`).
    */
   onExit(jobId: string, callback: (info: JobInfo) => void): void
   /**
@@ -213,6 +250,12 @@ export interface JobInfo {
   cols: number
   /** Terminal height. */
   rows: number
+  /**
+   * Whether this manager started the job. False for jobs read from the state directory
+   * (with persistence): those of earlier managers and runs, which have ended, and those a
+   * live process sharing the directory runs, which only it controls (`NOT_OWNER`).
+   */
+  thisServer: boolean
 }
 
 /** A job's state. */
@@ -255,6 +298,38 @@ export interface ManagerOptions {
    * server's bound, below the 60 s many MCP clients allow a request).
    */
   maxWaitMs?: number
+  /**
+   * Keep job records and clean transcripts in this directory (created with mode 0700, files
+   * 0600), so that jobs outlive the manager: a later manager on the same directory (in this
+   * process or another one) lists them, with `thisServer: false`, and reads their output.
+   * A relative path is taken from the current directory. Giving it turns persistence on;
+   * `persist: false` turns it off again.
+   */
+  stateDir?: string
+  /**
+   * Persist jobs (see `stateDir`) in the platform's state directory
+   * (`$XDG_STATE_HOME/ptyjobs`, `~/.local/state/ptyjobs`) unless `stateDir` names another.
+   * Default false: unlike the MCP server, which persists by default, the binding keeps
+   * everything in memory and writes nothing unless asked. `false` wins over `stateDir`.
+   */
+  persist?: boolean
+  /** With persistence: most finished jobs kept on disk, the oldest pruned first. Default 500. */
+  keepJobs?: number
+  /**
+   * With persistence: finished jobs older than this many days (fractions allowed) are
+   * pruned. Default 14.
+   */
+  keepDays?: number
+  /**
+   * With persistence: most bytes all records and logs in the state directory may take
+   * together; the oldest finished jobs are pruned first. Default 1 GiB.
+   */
+  keepBytes?: number
+  /**
+   * With persistence: per-job cap of the transcript on disk, in bytes; a marker line ends a
+   * log that reached it (memory still holds the recent lines). Default 100 MiB.
+   */
+  jobLogBytes?: number
 }
 
 /** A read of a job's clean transcript. */

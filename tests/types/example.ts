@@ -49,6 +49,13 @@ async function main (): Promise<void> {
   const lastLines: Output = jobs.tail(id, 20, { maxBytes: 2048 })
   console.log(ended, quiet, listening, either, rows, cursor, fullScreen, title, pressed, firstHit, around, skipped, lastLines, line, matched)
 
+  // persistence: a state directory, retention, jobs of earlier runs, forgetting a job
+  const kept = new JobManager({ stateDir: '/tmp/ptyjobs-state', persist: true, keepJobs: 100, keepDays: 0.5, keepBytes: 1 << 30, jobLogBytes: 100 << 20 })
+  const mine: boolean = kept.status(id).thisServer
+  const earlier: JobInfo[] = kept.list().filter((j) => !j.thisServer)
+  const forgotten: void = kept.removeJob(earlier[0]?.jobId ?? id)
+  console.log(mine, forgotten)
+
   const killed: KillResult = await jobs.kill(id, { signal: 'INT', graceMs: 1_000 })
   const literal: 'killed' | 'already_terminated' | 'not_found' = killed
   if (waited.status === 'running' || status === 'completed') console.log(literal)
@@ -77,6 +84,15 @@ async function main (): Promise<void> {
   // @ts-expect-error unknown search option
   jobs.search(id, 'x', { limit: 3 })
   console.log(notInfo, notResult, badReason, notBool)
+  // @ts-expect-error persist is a boolean
+  new JobManager({ persist: 'yes' })
+  // @ts-expect-error unknown option (the option is stateDir)
+  new JobManager({ stateDirectory: '/tmp' })
+  // @ts-expect-error removeJob returns nothing
+  const removedFlag: boolean = kept.removeJob(id)
+  // @ts-expect-error thisServer is a boolean
+  const owner: string = kept.status(id).thisServer
+  console.log(removedFlag, owner)
   // @ts-expect-error onData callbacks get a string
   jobs.onData(id, (n: number) => n)
   console.log(pid, code, signal, started, next, last, accepted, resized, all, wrong, badStatus)

@@ -102,15 +102,16 @@ impl JobManager {
         }
         let dir = config.store.as_ref().map(|s| s.dir.clone());
         let runtime = napi::bindgen_prelude::within_runtime_if_available(Handle::current);
-        let jobs = engine::JobManager::with_runtime(config, runtime.clone()).map_err(|e| {
-            match (e, dir) {
-                (engine::Error::Io(e), Some(dir)) => err(
-                    Code::IoError,
-                    format!("cannot use the state directory {}: {e}", dir.display()),
-                ),
-                (e, _) => from_engine(e),
-            }
-        })?;
+        let jobs =
+            engine::JobManager::with_runtime(config, runtime.clone()).map_err(|e| {
+                match (e, dir) {
+                    (engine::Error::Io(e), Some(dir)) => err(
+                        Code::IoError,
+                        format!("cannot use the state directory {}: {e}", dir.display()),
+                    ),
+                    (e, _) => from_engine(e),
+                }
+            })?;
         Ok(Self {
             jobs,
             runtime,
@@ -238,9 +239,11 @@ impl JobManager {
     /// Searches the job's whole held transcript (non-destructively) for lines matching
     /// `pattern`, a regular expression in Rust `regex` syntax (`(?i)error|panic`; no
     /// slashes, flags inline). Returns the first `maxMatches` matches with their absolute line
-    /// numbers and `context` lines around each, and the count of all matches.
+    /// numbers and `context` lines around each, and the count of all matches. A job read from
+    /// the state directory (`thisServer: false`) is searched in its transcript on disk.
     ///
-    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (bad pattern or option).
+    /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (bad pattern or option),
+    /// `IO_ERROR`.
     #[napi(catch_unwind)]
     pub fn search(
         &self,
@@ -388,9 +391,10 @@ impl JobManager {
     /// `'info' in result` tells them apart). Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`,
     /// `INVALID_ARGUMENT` (bad pattern, `idleMs`, `port` or `timeoutMs`).
     ///
-    /// Jobs read from the state directory (`thisServer: false`): the plain form resolves at
-    /// once for an ended one and polls the record of one another process runs; the form with
-    /// a condition rejects with `NOT_RUNNING` (ended) or `NOT_OWNER` (another process's).
+    /// Of a job read from the state directory (`thisServer: false`) only the end can be
+    /// watched, through its record: an ended one resolves at once (`exited` in the form with a
+    /// condition); for one another process runs, `pattern`, `idleMs` and `port` are not
+    /// watched and the wait ends at its exit or at the timeout.
     #[napi(
         catch_unwind,
         ts_generic_types = "O extends WaitOptions = {}",

@@ -69,10 +69,7 @@ impl ManagerOptions {
     /// `INVALID_ARGUMENT` for an empty `stateDir`, a retention option out of range, or
     /// `persist: true` where the platform has no state directory.
     pub fn store_config(&self) -> Result<Option<engine::StoreConfig>> {
-        let keep_jobs = self
-            .keep_jobs
-            .map(|v| count("keepJobs", v))
-            .transpose()?;
+        let keep_jobs = self.keep_jobs.map(|v| count("keepJobs", v)).transpose()?;
         let keep_age = match self.keep_days {
             Some(d) if d.is_finite() && (0.0..=MAX_KEEP_DAYS).contains(&d) => {
                 Some(Duration::from_secs_f64(d * 86_400.0))
@@ -99,9 +96,8 @@ impl ManagerOptions {
                 ));
             }
             (_, Some(false)) | (None, None) => return Ok(None),
-            (Some(dir), _) => std::path::absolute(dir).map_err(|e| {
-                invalid(format!("stateDir {dir:?} cannot be made absolute: {e}"))
-            })?,
+            (Some(dir), _) => std::path::absolute(dir)
+                .map_err(|e| invalid(format!("stateDir {dir:?} cannot be made absolute: {e}")))?,
             (None, Some(true)) => engine::StoreConfig::default_dir().ok_or_else(|| {
                 invalid(
                     "persist: the platform has no state directory (no home directory): \
