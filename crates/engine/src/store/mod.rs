@@ -296,12 +296,22 @@ impl Store {
                 .filter_map(|f| mtime(&dir.join(f)))
                 .max()
                 .unwrap_or_else(Utc::now);
-            record.orphaned(last_seen);
             // A server takes over the records of gone servers; readers only show them so.
-            if self.server.is_some()
-                && let Err(e) = self.write_record(&record)
-            {
-                tracing::warn!("cannot update the record of job {id}: {e}");
+            if self.server.is_some() {
+                // The hang-up of its terminal ends nearly every job with its server; one that
+                // ignores SIGHUP is ended now, so that `killed` is true. Its session is
+                // signalled only when the recorded leader is still the job (not a reused pid)
+                // or gone (a live session keeps its id from being reused).
+                let p = record.process;
+                if p.is_alive() || ProcessRef::of(p.pid).is_none() {
+                    signal::kill_jobs(&[p.pid], libc::SIGKILL);
+                }
+                record.orphaned(last_seen);
+                if let Err(e) = self.write_record(&record) {
+                    tracing::warn!("cannot update the record of job {id}: {e}");
+                }
+            } else {
+                record.orphaned(last_seen);
             }
         }
         Ok(StoredJob {

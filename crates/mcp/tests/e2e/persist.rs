@@ -324,3 +324,22 @@ async fn a_corrupt_record_is_skipped_with_a_warning() {
     assert_eq!(listed(&s).await.len(), 1);
     assert!(s.log().contains("skipping job 0b0b0b0b"), "{}", s.log());
 }
+
+#[tokio::test]
+async fn a_job_that_outlived_its_crashed_server_is_ended_by_the_next_one() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let mut a = Server::start_in(state.path(), &[]).await;
+    // Ignores the hang-up, so it survives its server's death.
+    let (id, pid) = a.exec("trap '' HUP; echo armed; sleep 1000").await;
+    a.wait_output(&id, "armed").await;
+    a.crash().await;
+    assert!(
+        !crate::util::session_processes(pid).is_empty(),
+        "the job should have outlived the crash for this test to mean anything"
+    );
+    let b = Server::start_in(state.path(), &[]).await;
+    wait_no_processes(pid, DEADLINE).await;
+    let st = b.status(&id).await;
+    assert_eq!(st["status"], "killed");
+    assert_eq!(st["reason"], "server stopped");
+}
