@@ -1,9 +1,21 @@
 //! The human CLI over the state directory: `ptyjobs list | logs | status | kill | rm | prune`.
 //! It reads the records the servers write; it never serves MCP.
+//!
+//! Contract of every subcommand: the answer goes to stdout and nothing else does; an error is
+//! one line on stderr, prefixed `ptyjobs: `, with exit code 1. A reader that goes away (`ptyjobs
+//! logs X | head -1`) ends the command quietly with exit code 0.
+
+mod format;
+mod json;
+mod list;
+mod logs;
+mod manage;
+mod out;
+mod status;
 
 use std::process::ExitCode;
 
-use ptyjobs_engine::StoreConfig;
+use ptyjobs_engine::{Error, Store, StoreConfig};
 
 /// The subcommands. Job ids may be given as any unique prefix, like git's.
 #[derive(Debug, clap::Subcommand)]
@@ -24,7 +36,8 @@ pub enum Command {
         /// Only the last N lines.
         #[arg(long, short = 'n')]
         tail: Option<usize>,
-        /// Keep printing lines as they are appended, until the job ends.
+        /// Keep printing lines as they become final, until the job ends. Lines are final once
+        /// they scrolled off the job's screen; the rest are printed when the job ends.
         #[arg(long, short)]
         follow: bool,
     },
@@ -40,8 +53,8 @@ pub enum Command {
     Kill {
         /// The job's id or a unique prefix of it.
         id: String,
-        /// Milliseconds between TERM and KILL.
-        #[arg(long, default_value_t = 3000)]
+        /// Milliseconds between TERM and KILL, at most 600000.
+        #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(..=600_000))]
         grace_ms: u64,
     },
     /// Remove finished jobs' records and logs.
@@ -54,9 +67,81 @@ pub enum Command {
     Prune,
 }
 
+/// Why a subcommand stopped early.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Printed as `ptyjobs: <message>` on stderr; exit code 1.
+    Message(String),
+    /// The errors were printed already: exit code 1.
+    Reported,
+    /// Nobody reads stdout any more: exit quietly.
+    Gone,
+}
+
+impl Failure {
+    pub(crate) fn msg(message: impl Into<String>) -> Self {
+        Self::Message(message.into())
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    /// A write to stdout failed: a closed pipe ends the command quietly, anything else is an
+    /// error.
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Self::Gone
+        } else {
+            Self::Message(format!("cannot write the output: {e}"))
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Self::Message(describe(&e))
+    }
+}
+
+/// An engine error in words for a person at a terminal (the engine's own texts address an
+/// MCP client).
+pub(crate) fn describe(e: &Error) -> String {
+    match e {
+        Error::JobNotFound(id) => format!("no job {id}"),
+        Error::NotRunning { id, status } => {
+            format!("job {id} is not running (status: {status})")
+        }
+        Error::InvalidArgument(m) => m.clone(),
+        Error::Io(e) => e.to_string(),
+        e => e.to_string(),
+    }
+}
+
+/// What a subcommand returns.
+pub(crate) type CmdResult = Result<(), Failure>;
+
 /// Runs one subcommand; the exit code is 0 on success, 1 on an error (printed on stderr).
 pub fn run(command: Command, store: Result<StoreConfig, String>) -> ExitCode {
-    let _ = (command, store);
-    eprintln!("ptyjobs: subcommands are not implemented yet");
-    ExitCode::FAILURE
+    let outcome = store
+        .map_err(Failure::Message)
+        .and_then(|cfg| Store::open_reader(cfg).map_err(Failure::from))
+        .and_then(|store| dispatch(command, &store));
+    match outcome {
+        Ok(()) | Err(Failure::Gone) => ExitCode::SUCCESS,
+        Err(Failure::Message(m)) => {
+            eprintln!("ptyjobs: {m}");
+            ExitCode::FAILURE
+        }
+        Err(Failure::Reported) => ExitCode::FAILURE,
+    }
+}
+
+fn dispatch(command: Command, store: &Store) -> CmdResult {
+    match command {
+        Command::List { status, json } => list::run(store, status.as_deref(), json),
+        Command::Logs { id, tail, follow } => logs::run(store, &id, tail, follow),
+        Command::Status { id, json } => status::run(store, &id, json),
+        Command::Kill { id, grace_ms } => manage::kill(store, &id, grace_ms),
+        Command::Rm { ids } => manage::rm(store, &ids),
+        Command::Prune => manage::prune(store),
+    }
 }

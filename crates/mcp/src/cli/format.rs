@@ -1,0 +1,132 @@
+//! Text for people: local times, durations, sizes, and fields fitted on one line.
+
+use chrono::{DateTime, FixedOffset, Offset, Utc};
+
+/// The local time zone's offset at `t` (from `TZ` or `/etc/localtime`); UTC when unknown.
+fn local_offset(t: DateTime<Utc>) -> FixedOffset {
+    let utc = Utc.fix();
+    // A 32-bit time_t wraps after 2038; the offset is then merely approximate.
+    let secs = t.timestamp() as libc::time_t;
+    // SAFETY: `tm` is plain integers and one pointer, for which null is a valid value.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live values; localtime_r is the thread-safe variant.
+    let r = unsafe { libc::localtime_r(&secs, &mut tm) };
+    if r.is_null() {
+        return utc;
+    }
+    i32::try_from(tm.tm_gmtoff)
+        .ok()
+        .and_then(FixedOffset::east_opt)
+        .unwrap_or(utc)
+}
+
+/// `t` in local time to the second, as `2026-11-22 05:31:02`.
+pub(crate) fn local_time(t: DateTime<Utc>) -> String {
+    t.with_timezone(&local_offset(t))
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
+/// `t` in local time with its offset, as `2026-11-22 05:31:02 +01:00`.
+pub(crate) fn local_time_zoned(t: DateTime<Utc>) -> String {
+    t.with_timezone(&local_offset(t))
+        .format("%Y-%m-%d %H:%M:%S %:z")
+        .to_string()
+}
+
+/// How long before `now` `t` was, roughly: `12s ago`, `3m ago`, `5h ago`, `2d ago`.
+pub(crate) fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let s = (now - t).num_seconds();
+    match s {
+        ..0 => "in the future".to_owned(),
+        0..60 => format!("{s}s ago"),
+        60..3600 => format!("{}m ago", s / 60),
+        3600..86_400 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86_400),
+    }
+}
+
+/// A run time: `13ms`, `12.0s`, `3m04s`, `2h05m`, `3d04h`.
+pub(crate) fn duration(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => format!("{ms}ms"),
+        1..60 => format!("{}.{}s", s, ms % 1000 / 100),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..86_400 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+/// A size: `512 B`, `1.5 KiB`, `3.0 MiB`, `1.2 GiB`.
+pub(crate) fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    // Precision loss is irrelevant at one decimal.
+    #[allow(clippy::cast_precision_loss)]
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+/// `s` on one line: control characters (newlines, tabs, escapes that could drive the
+/// terminal) become spaces.
+pub(crate) fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// `s` cut to at most `width` characters, an ellipsis marking the cut.
+pub(crate) fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_owned();
+    }
+    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    if width > 0 {
+        t.push('…');
+    }
+    t
+}
+
+/// `s` padded with spaces to `width` characters.
+pub(crate) fn pad(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    format!("{s}{}", " ".repeat(width.saturating_sub(n)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_sizes_and_cuts_read_well() {
+        assert_eq!(duration(400), "400ms");
+        assert_eq!(duration(12_050), "12.0s");
+        assert_eq!(duration(184_000), "3m04s");
+        assert_eq!(duration(7_500_000), "2h05m");
+        assert_eq!(duration(3 * 86_400_000 + 4 * 3_600_000), "3d04h");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(3 << 20), "3.0 MiB");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abc", 4), "abc");
+        assert_eq!(pad("ab", 4), "ab  ");
+        assert_eq!(one_line("a\nb\t\u{1b}[31m"), "a b  [31m");
+    }
+
+    #[test]
+    fn times_are_relative_and_local() {
+        let now = Utc::now();
+        assert_eq!(ago(now - chrono::Duration::seconds(5), now), "5s ago");
+        assert_eq!(ago(now - chrono::Duration::minutes(3), now), "3m ago");
+        assert_eq!(ago(now - chrono::Duration::hours(50), now), "2d ago");
+        assert_eq!(local_time(now).len(), "2026-11-22 05:31:02".len());
+    }
+}

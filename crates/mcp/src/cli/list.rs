@@ -1,0 +1,140 @@
+//! `ptyjobs list`: every job on the state directory, newest first, as a table or JSON.
+
+use std::io::Write;
+
+use ptyjobs_engine::{JobStatus, Store, StoredJob};
+
+use super::format::{duration, local_time, one_line, pad, truncate};
+use super::json::JobJson;
+use super::out::Out;
+use super::{CmdResult, Failure};
+
+/// Widest name column; longer names are cut.
+const NAME_MAX: usize = 20;
+/// Command column when stdout is not a terminal.
+const COMMAND_PIPED: usize = 60;
+/// Narrowest command column on a terminal, however narrow it is.
+const COMMAND_MIN: usize = 20;
+
+/// Prints the jobs, only those with `status` when given (`running`, `completed`, `failed`,
+/// `killed`; anything else is an error). No job: a one-line note (`[]` with `json`).
+pub(crate) fn run(store: &Store, status: Option<&str>, json: bool) -> CmdResult {
+    let filter = status.map(str::parse::<JobStatus>).transpose()?;
+    let jobs: Vec<StoredJob> = store
+        .records()
+        .into_iter()
+        .filter(|j| filter.is_none_or(|s| j.record.status == s))
+        .collect();
+    let mut out = Out::new();
+    if json {
+        let list: Vec<JobJson> = jobs.iter().map(JobJson::from).collect();
+        let text = serde_json::to_string_pretty(&list)
+            .map_err(|e| Failure::msg(format!("cannot encode the jobs as JSON: {e}")))?;
+        out.line(&text)?;
+    } else if jobs.is_empty() {
+        let which = filter.map(|s| format!("{s} ")).unwrap_or_default();
+        out.line(&format!(
+            "no {which}jobs in {}",
+            store.config().dir.display()
+        ))?;
+    } else {
+        table(&mut out, &jobs)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// One table row, as plain text (colour is added when printing).
+struct Row {
+    id: String,
+    name: String,
+    status: JobStatus,
+    exit: String,
+    started: String,
+    duration: String,
+    command: String,
+}
+
+impl Row {
+    fn of(job: &StoredJob) -> Self {
+        let info = job.info(None);
+        let exit = match (info.exit_code, &info.signal) {
+            (Some(code), _) => code.to_string(),
+            (None, Some(signal)) => signal.clone(),
+            (None, None) => "-".to_owned(),
+        };
+        Self {
+            id: info.id.to_string().chars().take(8).collect(),
+            name: truncate(&one_line(info.name.as_deref().unwrap_or("-")), NAME_MAX),
+            status: info.status,
+            exit,
+            started: local_time(info.started),
+            duration: duration(info.duration_ms),
+            command: one_line(&info.command),
+        }
+    }
+}
+
+const HEADERS: [&str; 7] = [
+    "ID", "NAME", "STATUS", "EXIT", "STARTED", "DURATION", "COMMAND",
+];
+
+fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
+    let rows: Vec<Row> = jobs.iter().map(Row::of).collect();
+    let width = |header: &str, cell: fn(&Row) -> &str| {
+        rows.iter()
+            .map(|r| cell(r).chars().count())
+            .chain([header.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [
+        8,
+        width(HEADERS[1], |r| &r.name),
+        width(HEADERS[2], |r| r.status.as_str()),
+        width(HEADERS[3], |r| &r.exit),
+        width(HEADERS[4], |r| &r.started),
+        width(HEADERS[5], |r| &r.duration),
+    ];
+    // Two spaces between columns; the command takes what is left of the terminal.
+    let used: usize = widths.iter().map(|w| w + 2).sum();
+    let command_width = out.width().map_or(COMMAND_PIPED, |cols| {
+        cols.saturating_sub(used).max(COMMAND_MIN)
+    });
+    let colour = out.colour();
+    let mut header = String::new();
+    for (h, w) in HEADERS.iter().zip(widths) {
+        header.push_str(&pad(h, w + 2));
+    }
+    header.push_str(HEADERS[6]);
+    out.line(&header)?;
+    for r in &rows {
+        let status = pad(r.status.as_str(), widths[2]);
+        let status = if colour {
+            format!("\x1b[{}m{status}\x1b[0m", colour_code(r.status))
+        } else {
+            status
+        };
+        writeln!(
+            out,
+            "{}  {}  {status}  {}  {}  {}  {}",
+            pad(&r.id, widths[0]),
+            pad(&r.name, widths[1]),
+            pad(&r.exit, widths[3]),
+            pad(&r.started, widths[4]),
+            pad(&r.duration, widths[5]),
+            truncate(&r.command, command_width),
+        )?;
+    }
+    Ok(())
+}
+
+/// The SGR colour of a status.
+fn colour_code(status: JobStatus) -> &'static str {
+    match status {
+        JobStatus::Running => "36",   // cyan
+        JobStatus::Completed => "32", // green
+        JobStatus::Failed => "31",    // red
+        JobStatus::Killed => "33",    // yellow
+    }
+}

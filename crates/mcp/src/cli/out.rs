@@ -1,0 +1,76 @@
+//! stdout as the subcommands see it: a buffered writer, whether it is a terminal (colour,
+//! width), and whether its reader has gone away.
+
+use std::io::{BufWriter, IsTerminal, StdoutLock, Write};
+
+/// Buffered stdout. Writes fail with `BrokenPipe` once the reader is gone (Rust ignores
+/// SIGPIPE), which [`super::Failure`] turns into a quiet exit.
+pub(crate) struct Out {
+    w: BufWriter<StdoutLock<'static>>,
+    /// Whether stdout is a terminal.
+    pub tty: bool,
+}
+
+impl Out {
+    pub(crate) fn new() -> Self {
+        let stdout = std::io::stdout();
+        let tty = stdout.is_terminal();
+        Self {
+            w: BufWriter::with_capacity(64 * 1024, stdout.lock()),
+            tty,
+        }
+    }
+
+    /// Whether to colour: only on a terminal, and never when `NO_COLOR` is set (non-empty).
+    pub(crate) fn colour(&self) -> bool {
+        self.tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    }
+
+    /// Columns of the terminal on stdout (`COLUMNS` first), or `None` when it is not one.
+    pub(crate) fn width(&self) -> Option<usize> {
+        if !self.tty {
+            return None;
+        }
+        if let Some(cols) = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&c| c > 0)
+        {
+            return Some(cols);
+        }
+        // SAFETY: `winsize` is plain integers, zero is a valid value; TIOCGWINSZ only writes it.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        // SAFETY: fd 1 is ours to query; the pointer is to a live `winsize`.
+        let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
+        (r == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+    }
+
+    /// Writes `line` and a newline.
+    pub(crate) fn line(&mut self, line: &str) -> std::io::Result<()> {
+        self.w.write_all(line.as_bytes())?;
+        self.w.write_all(b"\n")
+    }
+
+    /// Whether the reader of stdout has gone away (a pipe whose read end is closed), checked
+    /// without writing: lets `logs --follow` end while the job prints nothing.
+    pub(crate) fn reader_gone(&self) -> bool {
+        let mut fd = libc::pollfd {
+            fd: libc::STDOUT_FILENO,
+            events: 0,
+            revents: 0,
+        };
+        // SAFETY: one valid `pollfd`, no wait; poll only writes `revents`.
+        let r = unsafe { libc::poll(&mut fd, 1, 0) };
+        r > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+    }
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.w.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
