@@ -24,6 +24,9 @@ bin=$CARGO_TARGET_DIR/release
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The servers the benches start keep their job history here, never in the user's state dir
+# (persistence stays on: it is the default the benches must measure).
+export PTYJOBS_STATE_DIR=$tmp/state
 
 if $quick; then
   sizes=(20 5 1000 3 100 100 50)

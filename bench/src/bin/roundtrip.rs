@@ -6,7 +6,9 @@
 //! `notifications/initialized`). Calls go one at a time — send, read the answer — in ten
 //! interleaved rounds so both sides see the same machine noise. Measured:
 //! - `ping` on `rmcp_ping` (the floor) and on `rmcp_ping --stdio` (the SDK's generic stdio);
-//! - `ping`, `get_job_status` (of a finished job) and `execute_command("true")` on `ptyjobs`;
+//! - `ping`, `get_job_status` (of a finished job) and `execute_command("true")` on `ptyjobs`,
+//!   and `execute_command("true")` on a second `ptyjobs --no-persist` (the cost of the job
+//!   records on disk; the benches' state directory is a temp dir, see `bench/run.sh`);
 //! - a raw PTY spawn of `sh -c true` done by this process: openpty, fork, setsid, TIOCSCTTY,
 //!   exec — the engine's own mechanism without the engine — until `spawn` returns (the
 //!   reference of `execute_command`, whose answer comes once the job is spawned), and until
@@ -48,6 +50,8 @@ fn main() {
     let mut floor = server("rmcp_ping", &[]);
     let mut generic = server("rmcp_ping", &["--stdio"]);
     let mut pj = server("ptyjobs", &["--max-jobs", "1000"]);
+    // The same server keeping jobs in memory only: what the job records on disk cost a spawn.
+    let mut mem = server("ptyjobs", &["--max-jobs", "1000", "--no-persist"]);
 
     let job = pj.tool("execute_command", json!({"command": "echo ready"}));
     let job_id = job["job_id"].as_str().expect("job_id").to_string();
@@ -56,14 +60,23 @@ fn main() {
     let ping = json!({});
     let status = json!({"name": "get_job_status", "arguments": {"job_id": job_id}});
     let exec = json!({"name": "execute_command", "arguments": {"command": "true"}});
-    let [mut f, mut g, mut p, mut s, mut e, mut raw, mut raw_exit]: [Vec<Duration>; 7] =
-        Default::default();
+    let [
+        mut f,
+        mut g,
+        mut p,
+        mut s,
+        mut e,
+        mut em,
+        mut raw,
+        mut raw_exit,
+    ]: [Vec<Duration>; 8] = Default::default();
     for _ in 0..ROUNDS {
         time_calls(&mut floor, per, &mut f, "ping", &ping);
         time_calls(&mut generic, per, &mut g, "ping", &ping);
         time_calls(&mut pj, per, &mut p, "ping", &ping);
         time_calls(&mut pj, per, &mut s, "tools/call", &status);
         time_calls(&mut pj, per, &mut e, "tools/call", &exec);
+        time_calls(&mut mem, per, &mut em, "tools/call", &exec);
         for _ in 0..per {
             let t = Instant::now();
             let mut r = raw_pty_spawn("true");
@@ -80,9 +93,10 @@ fn main() {
     floor.close(Duration::from_secs(5));
     generic.close(Duration::from_secs(5));
     pj.close(Duration::from_secs(10));
+    mem.close(Duration::from_secs(10));
 
-    let [f, g, p, s, e, raw, raw_exit]: [Stats; 7] =
-        [f, g, p, s, e, raw, raw_exit].map(|v: Vec<Duration>| Stats::of(&v));
+    let [f, g, p, s, e, em, raw, raw_exit]: [Stats; 8] =
+        [f, g, p, s, e, em, raw, raw_exit].map(|v: Vec<Duration>| Stats::of(&v));
     println!("## Tool round trip\n");
     println!(
         "One call at a time, {} calls each, {ROUNDS} interleaved rounds; \
@@ -110,6 +124,18 @@ fn main() {
         e,
         "raw PTY spawn of `sh -c true`",
         raw,
+    );
+    row(
+        "`execute_command(\"true\")`, `--no-persist` (ptyjobs)",
+        em,
+        "raw PTY spawn of `sh -c true`",
+        raw,
+    );
+    row(
+        "`execute_command(\"true\")` on disk vs in memory",
+        e,
+        "`execute_command(\"true\")`, `--no-persist`",
+        em,
     );
     row(
         "raw PTY spawn → child reaped",

@@ -118,7 +118,10 @@ impl StateArgs {
         let days = if self.keep_days.is_finite() && self.keep_days >= 0.0 {
             self.keep_days.min(1e6)
         } else {
-            return Err(format!("--keep-days must be a number of days, got {}", self.keep_days));
+            return Err(format!(
+                "--keep-days must be a number of days, got {}",
+                self.keep_days
+            ));
         };
         Ok(StoreConfig {
             keep_jobs: self.keep_jobs,
@@ -139,4 +142,3 @@ fn parse_secs(s: &str) -> Result<f64, String> {
         )),
     }
 }
-

@@ -432,7 +432,13 @@ impl Store {
             Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(e),
         };
-        let screen = self.screen_lines(id);
+        // A final record with a screen means the log holds every line (screen.txt may not be
+        // removed yet): reading both would repeat the last screenful.
+        let screen = if job.record.screen.is_some() {
+            Vec::new()
+        } else {
+            self.screen_lines(id)
+        };
         let end = log_lines + screen.len() as u64;
         let requested = offset.unwrap_or(0).min(end);
         let available = usize::try_from(end - requested).unwrap_or(usize::MAX);
@@ -519,8 +525,9 @@ impl Store {
     }
 
     /// Applies the retention limits: finished jobs beyond `keep_jobs`, older than `keep_age`,
-    /// or beyond `keep_bytes` in all are removed, oldest first. Running jobs, and the jobs of
-    /// other live servers, are never touched.
+    /// or beyond `keep_bytes` in all are removed, oldest first. Running jobs are never touched;
+    /// a server leaves other live servers' jobs alone too, while a reader (the CLI, acting for
+    /// a person) prunes finished jobs whoever ran them.
     pub fn prune(&self) -> PruneReport {
         let mut report = PruneReport::default();
         let jobs = self.records();
@@ -564,14 +571,15 @@ impl Store {
 
     /// Kills a job another process owns, for the CLI: leaves a kill request (so its server
     /// records `killed`), then signals the job's process group after checking, by its start
-    /// time, that the recorded process is still the job.
+    /// time, that the recorded process is still the job. A job that outlived its dead server
+    /// (it ignored the hang-up) is killed the same way.
     ///
     /// # Errors
-    /// [`Error::NotRunning`] when the job has ended.
+    /// [`Error::NotRunning`] when no process of the job is left.
     pub fn kill(&self, id: JobId, grace: Duration) -> Result<KillOutcome> {
         let job = self.load(id)?;
         let r = &job.record;
-        if r.status.is_final() || !r.process.is_alive() {
+        if !r.process.is_alive() {
             return Err(Error::NotRunning {
                 id,
                 status: r.status,
@@ -583,7 +591,7 @@ impl Store {
         }
         let pid = r.process.pid;
         signal::signal_groups(&[pid], Signal::TERM.number());
-        let deadline = std::time::Instant::now() + grace;
+        let deadline = std::time::Instant::now() + grace.min(Duration::from_secs(3600));
         while std::time::Instant::now() < deadline && r.process.is_alive() {
             std::thread::sleep(Duration::from_millis(20));
         }

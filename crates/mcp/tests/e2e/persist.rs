@@ -41,7 +41,9 @@ fn find<'a>(jobs: &'a [Value], id: &str) -> &'a Value {
 
 async fn output_and_tail(s: &Server, id: &str) -> (String, String) {
     let out = s.output(id).await;
-    let tail = s.ok("tail_job_output", json!({ "job_id": id, "lines": 2 })).await;
+    let tail = s
+        .ok("tail_job_output", json!({ "job_id": id, "lines": 2 }))
+        .await;
     (out, tail["output"].as_str().expect("tail").to_owned())
 }
 
@@ -97,7 +99,10 @@ async fn a_restart_after_a_crash_keeps_every_job_and_its_output() {
     assert_eq!(jobs[0]["this_server"], true);
     // Earlier jobs cannot be controlled, only read.
     let e = b
-        .tool_error("interact_with_job", json!({ "job_id": failed, "input": "x" }))
+        .tool_error(
+            "interact_with_job",
+            json!({ "job_id": failed, "input": "x" }),
+        )
         .await;
     assert!(e.contains("not running"), "{e}");
     let k = b.ok("kill_job", json!({ "job_id": running })).await;
@@ -150,11 +155,20 @@ async fn two_servers_share_a_directory_and_control_only_their_own_jobs() {
         assert_eq!(find(&jobs, own)["this_server"], true);
         let theirs = find(&jobs, other);
         assert_eq!(theirs["this_server"], false);
-        assert_eq!(theirs["status"], "running", "another live server's job runs");
+        assert_eq!(
+            theirs["status"], "running",
+            "another live server's job runs"
+        );
         for (tool, args) in [
             ("kill_job", json!({ "job_id": other })),
-            ("interact_with_job", json!({ "job_id": other, "input": "x" })),
-            ("resize_job", json!({ "job_id": other, "cols": 80, "rows": 24 })),
+            (
+                "interact_with_job",
+                json!({ "job_id": other, "input": "x" }),
+            ),
+            (
+                "resize_job",
+                json!({ "job_id": other, "cols": 80, "rows": 24 }),
+            ),
             ("remove_job", json!({ "job_id": other })),
         ] {
             let e = s.tool_error(tool, args).await;
@@ -184,9 +198,15 @@ async fn old_lines_are_paged_from_disk_after_memory_let_them_go() {
     let (id, _) = s.exec("seq 1 5000").await;
     s.wait_done(&id).await;
     let head = s.ok("get_job_output", json!({ "job_id": id })).await;
-    assert!(head["dropped_lines"].as_u64().expect("dropped") > 4000, "{head}");
+    assert!(
+        head["dropped_lines"].as_u64().expect("dropped") > 4000,
+        "{head}"
+    );
     let r = s
-        .ok("get_job_output", json!({ "job_id": id, "offset": 0, "limit": 3 }))
+        .ok(
+            "get_job_output",
+            json!({ "job_id": id, "offset": 0, "limit": 3 }),
+        )
         .await;
     assert_eq!(r["output"], "1\n2\n3", "{r}");
     assert_eq!(r["next_offset"], 3);
@@ -198,7 +218,9 @@ async fn old_lines_are_paged_from_disk_after_memory_let_them_go() {
             json!({ "job_id": id, "offset": first_held - 2, "limit": 4 }),
         )
         .await;
-    let want: Vec<String> = (first_held - 1..first_held + 3).map(|n| n.to_string()).collect();
+    let want: Vec<String> = (first_held - 1..first_held + 3)
+        .map(|n| n.to_string())
+        .collect();
     assert_eq!(r["output"], want.join("\n"), "{r}");
 }
 
@@ -213,11 +235,16 @@ async fn the_disk_log_stops_at_its_cap_with_a_marker() {
     let size = std::fs::metadata(&log).expect("log").len();
     assert!(size <= (1 << 20) + 200, "log of {size} bytes over its cap");
     let b = Server::start_in(state.path(), &[]).await;
-    let tail = b.ok("tail_job_output", json!({ "job_id": id, "lines": 2 })).await;
+    let tail = b
+        .ok("tail_job_output", json!({ "job_id": id, "lines": 2 }))
+        .await;
     let text = tail["output"].as_str().expect("tail");
     assert!(text.ends_with("later lines were not saved]"), "{text}");
     let first = b
-        .ok("get_job_output", json!({ "job_id": id, "offset": 0, "limit": 2 }))
+        .ok(
+            "get_job_output",
+            json!({ "job_id": id, "offset": 0, "limit": 2 }),
+        )
         .await;
     assert_eq!(first["output"], "1\n2");
 }
@@ -241,7 +268,10 @@ async fn retention_prunes_the_oldest_finished_jobs() {
     assert!(!job_dir(state.path(), &ids[1]).exists());
     drop(b);
     let c = Server::start_in(state.path(), &["--keep-days", "0"]).await;
-    assert!(listed(&c).await.is_empty(), "everything finished is too old");
+    assert!(
+        listed(&c).await.is_empty(),
+        "everything finished is too old"
+    );
 }
 
 #[tokio::test]
@@ -254,9 +284,13 @@ async fn remove_job_deletes_a_finished_job_and_refuses_a_running_one() {
     let r = s.ok("remove_job", json!({ "job_id": done })).await;
     assert_eq!(r["removed"], true);
     assert!(!job_dir(state.path(), &done).exists());
-    let e = s.tool_error("get_job_status", json!({ "job_id": done })).await;
+    let e = s
+        .tool_error("get_job_status", json!({ "job_id": done }))
+        .await;
     assert!(e.contains("no job"), "{e}");
-    let e = s.tool_error("remove_job", json!({ "job_id": running })).await;
+    let e = s
+        .tool_error("remove_job", json!({ "job_id": running }))
+        .await;
     assert!(e.contains("still running"), "{e}");
 }
 
@@ -282,11 +316,18 @@ async fn records_are_private_and_hold_no_environment_values() {
         if path.is_file() {
             let bytes = std::fs::read(path).expect("read");
             let text = String::from_utf8_lossy(&bytes);
-            assert!(!text.contains("s3cr3t-value-31337"), "secret in {}", path.display());
+            assert!(
+                !text.contains("s3cr3t-value-31337"),
+                "secret in {}",
+                path.display()
+            );
         }
     }
     let meta = std::fs::read_to_string(job_dir(&dir, &id).join("meta.json")).expect("meta");
-    assert!(meta.contains("API_TOKEN"), "the variable's name is kept: {meta}");
+    assert!(
+        meta.contains("API_TOKEN"),
+        "the variable's name is kept: {meta}"
+    );
 }
 
 #[tokio::test]
@@ -299,7 +340,11 @@ async fn no_persist_writes_nothing_and_the_default_dir_follows_xdg() {
     s.wait_done(&id).await;
     assert_eq!(s.output(&id).await, "kept in memory");
     drop(s);
-    assert!(walk(home.path()).is_empty(), "--no-persist wrote {:?}", walk(home.path()));
+    assert!(
+        walk(home.path()).is_empty(),
+        "--no-persist wrote {:?}",
+        walk(home.path())
+    );
 
     let s = Server::start_env(&[], &env).await;
     let (id, _) = s.exec("echo kept on disk").await;

@@ -148,8 +148,12 @@ impl Server {
             cmd.env(k, v);
         }
         // Never the user's state directory: a fresh one per server unless the test picks one.
-        let picked = args.iter().any(|a| *a == "--state-dir" || *a == "--no-persist")
-            || env.iter().any(|(k, _)| k.starts_with("PTYJOBS_") || *k == "XDG_STATE_HOME");
+        let picked = args
+            .iter()
+            .any(|a| *a == "--state-dir" || *a == "--no-persist")
+            || env
+                .iter()
+                .any(|(k, _)| k.starts_with("PTYJOBS_") || *k == "XDG_STATE_HOME");
         let state = (!picked).then(|| tempfile::tempdir().expect("temp state dir"));
         if let Some(dir) = &state {
             cmd.arg("--state-dir").arg(dir.path());
@@ -348,7 +352,10 @@ impl Server {
     pub async fn crash(&mut self) {
         kill(self.pid, libc::SIGKILL);
         let pid = self.pid;
-        wait_until("the server to die", DEADLINE, || async { (!alive(pid)).then_some(()) }).await;
+        wait_until("the server to die", DEADLINE, || async {
+            (!alive(pid)).then_some(())
+        })
+        .await;
         // Reap it: the client's transport owns the child.
         if let Some(client) = self.client.take() {
             let _ = tokio::time::timeout(DEADLINE, client.cancel()).await;
