@@ -83,6 +83,26 @@ async fn a_dropped_manager_still_finishes_its_records() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_manager_in_the_same_process_owns_what_a_dropped_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = persisted(dir.path());
+    let (job, _) = run(&first, "echo done").await;
+    let keep = persisted(dir.path());
+    // While the first manager lives, its job is its own, even in the same process.
+    assert!(matches!(
+        keep.remove(job.id),
+        Err(ptyjobs_engine::Error::NotOwner { .. })
+    ));
+    drop(first);
+    let removed = wait_until(Duration::from_secs(10), || keep.remove(job.id).is_ok()).await;
+    assert!(removed, "the job of a dropped manager can be removed");
+    assert!(matches!(
+        keep.status(job.id),
+        Err(ptyjobs_engine::Error::JobNotFound(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreadable_records_are_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let first = persisted(dir.path());

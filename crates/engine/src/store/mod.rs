@@ -109,6 +109,30 @@ pub struct Store {
     indexes: Mutex<HashMap<JobId, LogIndex>>,
 }
 
+/// Instances of stores open in this process. A process that hosts several managers (a Node
+/// program) knows exactly which of its own are alive; other processes are judged by pid and
+/// start time.
+static OPEN_HERE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+impl ServerRef {
+    /// Whether this server still runs.
+    fn is_alive(&self) -> bool {
+        if self.process == ProcessRef::current() {
+            crate::manager::lock(&OPEN_HERE).contains(&self.instance)
+        } else {
+            self.process.is_alive()
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(me) = &self.server {
+            crate::manager::lock(&OPEN_HERE).retain(|i| *i != me.instance);
+        }
+    }
+}
+
 const META: &str = "meta.json";
 const LOG: &str = "output.log";
 const SCREEN: &str = "screen.txt";
@@ -170,11 +194,13 @@ impl Store {
     /// [`Error::Io`] when the directory cannot be created.
     pub fn open(cfg: StoreConfig) -> Result<Self> {
         private_dir(&cfg.dir.join("jobs"))?;
+        let server = ServerRef {
+            instance: uuid::Uuid::new_v4().to_string(),
+            process: ProcessRef::current(),
+        };
+        crate::manager::lock(&OPEN_HERE).push(server.instance.clone());
         let store = Self {
-            server: Some(ServerRef {
-                instance: uuid::Uuid::new_v4().to_string(),
-                process: ProcessRef::current(),
-            }),
+            server: Some(server),
             cfg,
             indexes: Mutex::default(),
         };
@@ -289,7 +315,7 @@ impl Store {
         let owner_alive = mine
             || *alive
                 .entry(record.server.clone())
-                .or_insert_with(|| record.server.process.is_alive());
+                .or_insert_with(|| record.server.is_alive());
         if record.status == JobStatus::Running && !owner_alive {
             let last_seen = [META, LOG, SCREEN]
                 .iter()
