@@ -47,6 +47,8 @@ pub use output::OutputSlice;
 pub use regex::Regex;
 pub use search::{SearchMatch, SearchResult, compile_pattern};
 pub use signal::{KillOutcome, Signal};
-pub use store::{JobRecord, ProcessRef, PruneReport, ServerRef, Store, StoreConfig, StoredJob};
+pub use store::{
+    JobRecord, ProcessRef, PruneReport, SavedScreen, ServerRef, Store, StoreConfig, StoredJob,
+};
 pub use terminal::{ScreenSnapshot, Terminal};
 pub use wait::{WaitOutcome, WaitProgress, WaitReason, WaitSpec};

@@ -20,7 +20,7 @@ use crate::output::OutputSlice;
 use crate::pty::{self, ExitInfo};
 use crate::signal::{self, Signal};
 use crate::spawn::{self, SpawnSpec};
-use crate::store::{JobRecord, Store, StoredJob};
+use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
 use crate::terminal::{ScreenSnapshot, Terminal};
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
@@ -176,14 +176,18 @@ impl pty::Sink for JobSink {
         let Some(store) = &self.store else {
             return;
         };
-        let lines = {
+        let screen = {
             let s = lock(&self.job.state);
             if s.record.is_none() || s.status.is_final() {
                 return;
             }
-            s.term.screen_lines()
+            SavedScreen {
+                first_line: s.term.final_end(),
+                cursor_line: s.term.cursor_line(),
+                lines: s.term.screen_lines(),
+            }
         };
-        store.write_screen_lines(self.job.id, &lines);
+        store.write_screen(self.job.id, Some(&screen));
     }
 
     fn exited(&self, exit: ExitInfo) {
@@ -238,7 +242,7 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
             tracing::warn!("cannot save the final record of job {}: {e}", job.id);
         }
         // Every line is in the log now; the saved screen lines would repeat them.
-        store.write_screen_lines(job.id, &[]);
+        store.write_screen(job.id, None);
     }
 }
 

@@ -219,6 +219,31 @@ fn logs_follow_prints_lines_as_they_become_final_and_ends_with_the_job() {
     );
 }
 
+/// A quiet job's complete lines show while it runs, long before they scroll off its screen
+/// (a dev server's "listening" line); a line redrawn later is shown again as it ended.
+#[test]
+fn logs_follow_shows_a_quiet_jobs_complete_lines_at_once() {
+    let mut f = Fixture::new();
+    let work = tempfile::tempdir().expect("work dir");
+    let (id, _) = f.exec_with(json!({
+        "command": "echo listening on :3000; printf 'building...'; \
+                    while [ ! -e go ]; do sleep 0.05; done; printf '\\r\\033[Kbuilt\\n'; echo bye",
+        "cwd": work.path(),
+    }));
+    let mut follow = f.spawn_cli(&["logs", "--follow", short(&id)]);
+    let lines = follow.lines();
+    assert_eq!(
+        next_line(&lines, "the listening line"),
+        "listening on :3000"
+    );
+    assert_eq!(f.server.status(&id)["status"], "running");
+    std::fs::write(work.path().join("go"), "").expect("let the job go on");
+    assert_eq!(follow.wait(), 0, "stderr: {}", follow.stderr());
+    // The unfinished "building..." line was never printed; its final text was.
+    assert_eq!(lines.iter().collect::<Vec<_>>(), ["built", "bye"]);
+    assert_eq!(f.server.output(&id), "listening on :3000\nbuilt\nbye");
+}
+
 #[test]
 fn logs_follow_on_a_short_job_prints_every_line_once() {
     let mut f = Fixture::new();

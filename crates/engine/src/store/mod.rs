@@ -4,7 +4,8 @@
 //! ```text
 //! <dir>/jobs/<id>/meta.json    the record, rewritten atomically (temp file + rename)
 //! <dir>/jobs/<id>/output.log   final transcript lines, appended as they become final
-//! <dir>/jobs/<id>/screen.txt   the lines still on screen, rewritten when the job goes quiet
+//! <dir>/jobs/<id>/screen.json  the lines still on screen, with their numbers, rewritten when
+//!                              the job goes quiet (removed once the log holds every line)
 //! <dir>/jobs/<id>/kill-request written by `ptyjobs kill` before it signals the job
 //! ```
 //!
@@ -91,6 +92,19 @@ impl StoredJob {
     }
 }
 
+/// The lines a running job still had on its screen when it last went quiet. They follow the
+/// log: line `first_line` is the first of them, numbered like every transcript line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SavedScreen {
+    /// Absolute number of `lines[0]`.
+    pub first_line: u64,
+    /// Absolute number of the line the cursor was on: the lines before it were complete
+    /// (ended by a newline), the one at it was possibly still being written.
+    pub cursor_line: u64,
+    /// The lines, top to bottom, without trailing blank lines.
+    pub lines: Vec<String>,
+}
+
 /// What a prune removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PruneReport {
@@ -135,7 +149,7 @@ impl Drop for Store {
 
 const META: &str = "meta.json";
 const LOG: &str = "output.log";
-const SCREEN: &str = "screen.txt";
+const SCREEN: &str = "screen.json";
 const KILL_REQUEST: &str = "kill-request";
 
 /// Creates `path` (and parents) with mode 0700; an existing directory is left as it is.
@@ -260,16 +274,17 @@ impl Store {
         write_atomic(&self.job_dir(record.id).join(META), &json)
     }
 
-    /// Rewrites the job's lines still on screen (empty: removes the file).
-    pub(crate) fn write_screen_lines(&self, id: JobId, lines: &[String]) {
+    /// Rewrites the job's lines still on screen (`None`: removes them).
+    pub(crate) fn write_screen(&self, id: JobId, screen: Option<&SavedScreen>) {
         let path = self.job_dir(id).join(SCREEN);
-        let result = if lines.is_empty() {
-            match std::fs::remove_file(&path) {
+        let result = match screen {
+            None => match std::fs::remove_file(&path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
                 _ => Ok(()),
-            }
-        } else {
-            write_atomic(&path, lines.join("\n").as_bytes())
+            },
+            Some(screen) => serde_json::to_vec(screen)
+                .map_err(std::io::Error::other)
+                .and_then(|json| write_atomic(&path, &json)),
         };
         if let Err(e) = result {
             tracing::warn!("cannot save the screen of job {id}: {e}");
@@ -434,11 +449,14 @@ impl Store {
         Ok(index.read(&file, from, limit)?)
     }
 
-    /// The lines that were still on the job's screen when it was last saved.
-    fn screen_lines(&self, id: JobId) -> Vec<String> {
-        std::fs::read_to_string(self.job_dir(id).join(SCREEN))
-            .map(|t| t.split('\n').map(str::to_owned).collect())
-            .unwrap_or_default()
+    /// The lines a job not yet finished by its server still had on screen when it last went
+    /// quiet. `None` once its final record holds the screen: the log then has every line.
+    pub fn saved_screen(&self, job: &StoredJob) -> Option<SavedScreen> {
+        if job.record.screen.is_some() {
+            return None;
+        }
+        let text = std::fs::read(self.job_dir(job.record.id).join(SCREEN)).ok()?;
+        serde_json::from_slice(&text).ok()
     }
 
     /// Lines `offset..offset+limit` of a stored job's transcript: its log, then the lines that
@@ -458,13 +476,11 @@ impl Store {
             Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(e),
         };
-        // A final record with a screen means the log holds every line (screen.txt may not be
-        // removed yet): reading both would repeat the last screenful.
-        let screen = if job.record.screen.is_some() {
-            Vec::new()
-        } else {
-            self.screen_lines(id)
-        };
+        // The saved screen continues the log; lines of it the log has since taken are skipped.
+        let screen: Vec<String> = self.saved_screen(job).map_or_else(Vec::new, |s| {
+            let taken = usize::try_from(log_lines.saturating_sub(s.first_line)).unwrap_or(0);
+            s.lines.into_iter().skip(taken).collect()
+        });
         let end = log_lines + screen.len() as u64;
         let requested = offset.unwrap_or(0).min(end);
         let available = usize::try_from(end - requested).unwrap_or(usize::MAX);
@@ -512,7 +528,7 @@ impl Store {
     /// lines).
     pub fn screen(&self, job: &StoredJob) -> ScreenSnapshot {
         job.record.screen.clone().unwrap_or_else(|| {
-            let rows = self.screen_lines(job.record.id);
+            let rows = self.saved_screen(job).map(|s| s.lines).unwrap_or_default();
             ScreenSnapshot {
                 cursor_row: u16::try_from(rows.len().saturating_sub(1)).unwrap_or(0),
                 cursor_col: 0,

@@ -4,6 +4,7 @@
 //! on its screen. Once its server has finished it, the log holds everything. While it runs, or
 //! when its server died, the lines last saved from its screen follow the log.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
@@ -92,26 +93,92 @@ fn print_log(store: &Store, id: JobId, from: u64, end: u64, out: &mut Out) -> Re
     Ok(at)
 }
 
-/// `--follow` on a running job: polls the record and the log every [`POLL`].
+/// `--follow` on a running job: polls the record, the log and the saved screen every [`POLL`].
+///
+/// Lines print as soon as they are known complete: final ones from the log, and, when the job
+/// goes quiet, those above the cursor on its saved screen (a server's "listening on :3000"
+/// shows at once, not when it scrolls off). A line printed early that reaches the log with
+/// other text (a program redrew it) is printed again as it ended; an identical one is not.
 fn follow_job(store: &Store, id: JobId, tail: Option<usize>, out: &mut Out) -> CmdResult {
-    let mut at = match tail {
-        Some(n) => log_len(store, id)?.saturating_sub(n as u64),
-        None => 0,
+    let mut follow = Follow {
+        at: match tail {
+            Some(n) => log_len(store, id)?.saturating_sub(n as u64),
+            None => 0,
+        },
+        early: BTreeMap::new(),
     };
     loop {
         // The record first: once it reads final, everything the job printed is in the log
         // (its server flushes the log before it writes the final record).
         let job = store.load(id)?;
+        let from = follow.resume_from();
         if job.record.status.is_final() {
-            print_from(store, &job, at, out)?;
+            let rest = store.output(&job, Some(from), None)?;
+            if rest.line_count > 0 {
+                for (n, line) in (from..).zip(rest.output.split('\n')) {
+                    follow.emit(n, line, out)?;
+                }
+            }
             out.flush()?;
             return Ok(());
         }
-        at = print_log(store, id, at, log_len(store, id)?, out)?;
+        let end = log_len(store, id)?;
+        let mut n = from;
+        while n < end {
+            let want = usize::try_from(end - n).unwrap_or(CHUNK).min(CHUNK);
+            let lines = store.read_log(id, n, want)?;
+            if lines.is_empty() {
+                break;
+            }
+            for line in &lines {
+                follow.emit(n, line, out)?;
+                n += 1;
+            }
+        }
+        if let Some(screen) = store.saved_screen(&job) {
+            for (n, line) in (screen.first_line..screen.cursor_line).zip(&screen.lines) {
+                if n >= follow.at {
+                    follow.emit(n, line, out)?;
+                    follow.early.insert(n, line.clone());
+                }
+            }
+        }
         out.flush()?;
         if out.reader_gone() {
             return Err(Failure::Gone);
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// What `--follow` printed so far.
+struct Follow {
+    /// Number of the next line never printed.
+    at: u64,
+    /// Lines printed from the saved screen that the log has not confirmed yet, by number.
+    early: BTreeMap<u64, String>,
+}
+
+impl Follow {
+    /// Where the next read starts: the oldest unconfirmed early line, or the next new line.
+    fn resume_from(&self) -> u64 {
+        self.early
+            .keys()
+            .next()
+            .map_or(self.at, |&n| n.min(self.at))
+    }
+
+    /// Prints line `n` unless it was printed already with this very text.
+    fn emit(&mut self, n: u64, line: &str, out: &mut Out) -> Result<(), Failure> {
+        if n < self.at {
+            match self.early.remove(&n) {
+                Some(printed) if printed != line => out.line(line)?,
+                _ => {}
+            }
+            return Ok(());
+        }
+        out.line(line)?;
+        self.at = n + 1;
+        Ok(())
     }
 }

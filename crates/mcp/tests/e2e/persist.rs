@@ -61,7 +61,7 @@ async fn a_restart_after_a_crash_keeps_every_job_and_its_output() {
     let before_failed = output_and_tail(&a, &failed).await;
     // The running job's last line is still on its screen: it reaches the disk once the job
     // has been quiet for a moment.
-    let screen = job_dir(state.path(), &running).join("screen.txt");
+    let screen = job_dir(state.path(), &running).join("screen.json");
     wait_until("the running job's screen on disk", DEADLINE, || async {
         std::fs::read_to_string(&screen)
             .is_ok_and(|t| t.contains("started"))
