@@ -6,7 +6,7 @@
 #
 # Builds the release `ptyjobs` binary and the bench programs into $CARGO_TARGET_DIR (default:
 # the workspace's target/), then runs, one after another: throughput, parse, roundtrip,
-# startup, scale, bounded (each documented at the top of bench/src/bin/<name>.rs). Every
+# startup, scale, bounded, persist (each documented at the top of bench/src/bin/<name>.rs). Every
 # figure is printed beside its reference measured in the same run, with the ratio; the rows
 # that carry a target verdict are gathered into the summary at the top. Not part of the tests.
 set -euo pipefail
@@ -29,9 +29,9 @@ trap 'rm -rf "$tmp"' EXIT
 export PTYJOBS_STATE_DIR=$tmp/state
 
 if $quick; then
-  sizes=(20 5 1000 3 100 100 50)
+  sizes=(20 5 1000 3 100 100 50 5)
 else
-  sizes=(200 50 10000 20 1000 2000 1000)
+  sizes=(200 50 10000 20 1000 2000 1000 50)
 fi
 started=$(date +%s)
 "$bin/throughput" "${sizes[0]}" >"$tmp/s1.md"
@@ -40,6 +40,7 @@ started=$(date +%s)
 "$bin/startup" "${sizes[3]}" >"$tmp/s4.md"
 "$bin/scale" "${sizes[4]}" "${sizes[5]}" >"$tmp/s5.md"
 "$bin/bounded" "${sizes[6]}" >"$tmp/s6.md"
+"$bin/persist" "${sizes[7]}" >"$tmp/s7.md"
 took=$(( $(date +%s) - started ))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -6,9 +6,7 @@
 //!   no processing at all — the physical limit;
 //! - vt100 only: the same bare reader feeding every read into `Terminal::emulator_only` (what a
 //!   design that sends every byte through the emulator on the reader's thread would get);
-//! - engine: `JobManager::execute` → `wait`, i.e. spawn → job final with all output held;
-//! - engine + disk log: the same with a state directory (the server's default), every final
-//!   line also appended to the job's log on disk (uncapped here, to price every megabyte).
+//! - engine: `JobManager::execute` → `wait`, i.e. spawn → job final with all output held.
 //!
 //! `throughput produce <kind> <bytes>` is the producer itself.
 
@@ -20,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use ptyjobs_bench::{KINDS, sample, target_row, targets_header};
-use ptyjobs_engine::{EngineConfig, JobManager, JobSpec, StoreConfig, Terminal};
+use ptyjobs_engine::{EngineConfig, JobManager, JobSpec, Terminal};
 
 fn produce(kind: &str, total: usize) {
     let chunk = sample(kind);
@@ -115,52 +113,31 @@ fn main() {
          job final with all output held (engine); median of 3, interleaved.\n"
     );
     println!(
-        "| output | bare PTY reader | bare reader + vt100 only | ratio | through ptyjobs' engine \
-         | ratio | engine + disk log | ratio | disk cost per MB of output |"
+        "| output | bare PTY reader | bare reader + vt100 only | ratio | through ptyjobs' engine | ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    let state = std::env::temp_dir().join(format!("ptyjobs-bench-{}", std::process::id()));
+    println!("|---|---|---|---|---|---|");
     rt.block_on(async {
         let m = JobManager::new(EngineConfig {
             max_running: 4,
             ..EngineConfig::default()
         })
         .expect("manager");
-        let disk = JobManager::new(EngineConfig {
-            max_running: 4,
-            store: Some(StoreConfig {
-                job_log_bytes: u64::MAX,
-                keep_bytes: u64::MAX,
-                ..StoreConfig::new(&state)
-            }),
-            ..EngineConfig::default()
-        })
-        .expect("manager with a state directory");
         for kind in KINDS {
-            let (mut b, mut v, mut e, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut b, mut v, mut e) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..3 {
                 b.push(bare(kind, bytes, None));
                 v.push(bare(kind, bytes, Some(emu())));
                 e.push(engine(&m, kind, bytes).await);
-                d.push(engine(&disk, kind, bytes).await);
-                for job in disk.list() {
-                    let _ = disk.remove(job.id);
-                }
             }
-            let (b, v, e, d) = (median(b), median(v), median(e), median(d));
+            let (b, v, e) = (median(b), median(v), median(e));
             let rate = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e6;
             let re = b.as_secs_f64() / e.as_secs_f64();
-            let rd = b.as_secs_f64() / d.as_secs_f64();
-            let per_mb_ms = (d.as_secs_f64() - e.as_secs_f64()) * 1e3 / mb as f64;
             println!(
-                "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × | {:.0} MB/s | {re:.2} × \
-                 | {:.0} MB/s | {rd:.2} × | {per_mb_ms:+.2} ms ({:.2} × the speed without) |",
+                "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × | {:.0} MB/s | {re:.2} × |",
                 rate(b),
                 rate(v),
                 b.as_secs_f64() / v.as_secs_f64(),
                 rate(e),
-                rate(d),
-                e.as_secs_f64() / d.as_secs_f64(),
             );
             let want = if kind == "plain" { 0.8 } else { 0.6 };
             verdicts.push(target_row(
@@ -170,9 +147,7 @@ fn main() {
             ));
         }
         m.shutdown().await;
-        disk.shutdown().await;
     });
-    let _ = std::fs::remove_dir_all(&state);
     println!();
     println!("{}", targets_header());
     for v in verdicts {
