@@ -428,10 +428,11 @@ impl JobManager {
         };
         let master = Arc::new(spawned.master);
         let reader_fd = master.try_clone()?;
+        let spare = inner.store.as_ref().and_then(|st| st.take_spare());
         let (events, _) = watch::channel(JobEvent::default());
         let (done, _) = watch::channel(false);
         let job = Arc::new(Job {
-            id: JobId::new(),
+            id: spare.as_ref().map_or_else(JobId::new, |(id, _)| *id),
             name: spec.name.clone(),
             command: spec.command.clone(),
             cwd,
@@ -460,7 +461,7 @@ impl JobManager {
                 spec.env.keys().cloned().collect(),
                 server.clone(),
             );
-            match store.begin(&record) {
+            match store.begin(&record, spare.map(|(_, log)| log)) {
                 Ok(log) => {
                     let mut s = lock(&job.state);
                     s.term.set_log(log);
@@ -468,6 +469,9 @@ impl JobManager {
                 }
                 Err(e) => tracing::warn!("job {} is kept in memory only: {e}", job.id),
             }
+            // The next job's directory, made while nobody waits for it.
+            let store = Arc::clone(store);
+            inner.runtime.spawn_blocking(move || store.prepare_spare());
         }
         {
             let mut t = lock(&inner.table);

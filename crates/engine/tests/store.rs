@@ -102,6 +102,32 @@ async fn a_later_manager_in_the_same_process_owns_what_a_dropped_one_left() {
     ));
 }
 
+/// Job directories are made ahead of time; the spare one is never listed, and a manager that
+/// goes away takes its spare with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_spare_job_directory_stays_invisible_and_leaves_with_its_manager() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs = || std::fs::read_dir(dir.path().join("jobs")).unwrap().count();
+    let m = persisted(dir.path());
+    let (job, _) = run(&m, "echo one").await;
+    assert!(
+        wait_until(Duration::from_secs(10), || dirs() == 2).await,
+        "the job's directory and the next job's spare"
+    );
+    assert_eq!(m.list().len(), 1);
+    let store = m.store().unwrap();
+    assert_eq!(store.records().len(), 1);
+    assert!(store.resolve("").is_err());
+    let first_char = &job.id.to_string()[..1];
+    assert_eq!(store.resolve(first_char).ok(), Some(job.id));
+    m.shutdown().await;
+    drop(m);
+    assert!(
+        wait_until(Duration::from_secs(10), || dirs() == 1).await,
+        "the spare is removed"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreadable_records_are_skipped() {
     let dir = tempfile::tempdir().unwrap();

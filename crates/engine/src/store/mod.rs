@@ -121,6 +121,9 @@ pub struct Store {
     /// This server; `None` for a reader, which never takes ownership of jobs.
     server: Option<ServerRef>,
     indexes: Mutex<HashMap<JobId, LogIndex>>,
+    /// A job directory made ahead of time, with its empty log: starting a job then costs one
+    /// file written (its record) instead of three file-system creations (~80 µs each here).
+    spare: Mutex<Option<(JobId, LogWriter)>>,
 }
 
 /// Instances of stores open in this process. A process that hosts several managers (a Node
@@ -141,6 +144,9 @@ impl ServerRef {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        if let Some((id, _)) = crate::manager::lock(&self.spare).take() {
+            let _ = std::fs::remove_dir_all(self.job_dir(id));
+        }
         if let Some(me) = &self.server {
             crate::manager::lock(&OPEN_HERE).retain(|i| *i != me.instance);
         }
@@ -217,9 +223,12 @@ impl Store {
             server: Some(server),
             cfg,
             indexes: Mutex::default(),
+            spare: Mutex::default(),
         };
         // Reading every record takes over those of gone servers; then the retention applies.
         store.prune();
+        store.sweep_spares();
+        store.prepare_spare();
         Ok(store)
     }
 
@@ -238,6 +247,7 @@ impl Store {
             cfg,
             server: None,
             indexes: Mutex::default(),
+            spare: Mutex::default(),
         })
     }
 
@@ -259,11 +269,80 @@ impl Store {
         self.cfg.dir.join("jobs").join(id.to_string())
     }
 
-    /// Writes the first record of a new job and opens its log.
-    pub(crate) fn begin(&self, record: &JobRecord) -> std::io::Result<LogWriter> {
-        let dir = self.job_dir(record.id);
-        private_dir(&dir)?;
-        let log = LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes)?;
+    /// Takes the job directory made ahead of time, if there is one: its id becomes the new
+    /// job's, its log the job's log.
+    pub(crate) fn take_spare(&self) -> Option<(JobId, LogWriter)> {
+        let spare = crate::manager::lock(&self.spare).take()?;
+        // Another server's sweep removes spares that waited over an hour.
+        self.job_dir(spare.0).join(LOG).exists().then_some(spare)
+    }
+
+    /// Makes a job directory (and empty log) ahead of time for the next job, unless one is
+    /// ready. Blocking file-system work: call it off the async runtime.
+    pub(crate) fn prepare_spare(&self) {
+        if crate::manager::lock(&self.spare).is_some() {
+            return;
+        }
+        let id = JobId::new();
+        let dir = self.job_dir(id);
+        match private_dir(&dir)
+            .and_then(|()| LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes))
+        {
+            Ok(log) => {
+                let mut spare = crate::manager::lock(&self.spare);
+                match *spare {
+                    None => *spare = Some((id, log)),
+                    // Another caller was quicker.
+                    Some(_) => {
+                        drop(spare);
+                        let _ = std::fs::remove_dir_all(&dir);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot prepare a job directory: {e}");
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+
+    /// Removes job directories without a record that are over an hour old: spares of servers
+    /// that were killed. (Younger ones may be another live server's spare.)
+    fn sweep_spares(&self) {
+        let Ok(entries) = std::fs::read_dir(self.cfg.dir.join("jobs")) else {
+            return;
+        };
+        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_job = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<JobId>().is_ok());
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < hour_ago);
+            if is_job && old && path.is_dir() && !path.join(META).exists() {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+    }
+
+    /// Writes the first record of a new job; opens its log unless `log` (the spare's) is given.
+    pub(crate) fn begin(
+        &self,
+        record: &JobRecord,
+        log: Option<LogWriter>,
+    ) -> std::io::Result<LogWriter> {
+        let log = match log {
+            Some(log) => log,
+            None => {
+                let dir = self.job_dir(record.id);
+                private_dir(&dir)?;
+                LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes)?
+            }
+        };
         self.write_record(record)?;
         Ok(log)
     }
@@ -407,6 +486,8 @@ impl Store {
         let matches: Vec<JobId> = entries
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<JobId>().ok())
             .filter(|id| id.to_string().starts_with(&p))
+            // Only jobs with a record (not a server's spare directory).
+            .filter(|id| self.job_dir(*id).join(META).exists())
             .collect();
         match matches.as_slice() {
             [one] => Ok(*one),
