@@ -363,14 +363,16 @@ test('retention: keepJobs and keepDays prune the finished jobs of earlier runs w
   `)
   assert.deepEqual(await child.exited, { code: 0, signal: null }, child.output())
   const { ids } = child.report()
+  // Pruning runs as the manager opens, in the background.
   const keep2 = open(t, { stateDir: dir, keepJobs: 2 })
+  await waitUntil(() => keep2.list().length === 2, 10_000, 'the prune at open')
   assert.deepEqual(keep2.list().map((j) => j.jobId), [ids[2], ids[1]])
   assert.deepEqual(recordDirs(dir).sort(), [ids[1], ids[2]].sort())
   await assertCode(() => keep2.status(ids[0]), 'JOB_NOT_FOUND')
   await keep2.close()
   // The two left are still the dead child's: keepDays: 0 prunes every finished job.
   const none = open(t, { stateDir: dir, keepDays: 0 })
-  assert.deepEqual(none.list(), [])
+  await waitUntil(() => none.list().length === 0, 10_000, 'the prune at open')
   assert.deepEqual(recordDirs(dir), [])
   await none.close()
 })

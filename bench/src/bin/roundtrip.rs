@@ -6,7 +6,7 @@
 //! `notifications/initialized`). Calls go one at a time — send, read the answer — in ten
 //! interleaved rounds so both sides see the same machine noise. Measured:
 //! - `ping` on `rmcp_ping` (the floor) and on `rmcp_ping --stdio` (the SDK's generic stdio);
-//! - `ping`, `get_job_status` (of a finished job) and `execute_command("true")` on `ptyjobs`,
+//! - `ping`, `get_job_status` (of a running job) and `execute_command("true")` on `ptyjobs`,
 //!   and `execute_command("true")` on a second `ptyjobs --no-persist` (the cost of the job
 //!   records on disk; the benches' state directory is a temp dir, see `bench/run.sh`);
 //! - a raw PTY spawn of `sh -c true` done by this process: openpty, fork, setsid, TIOCSCTTY,
@@ -53,9 +53,17 @@ fn main() {
     // The same server keeping jobs in memory only: what the job records on disk cost a spawn.
     let mut mem = server("ptyjobs", &["--max-jobs", "1000", "--no-persist"]);
 
-    let job = pj.tool("execute_command", json!({"command": "echo ready"}));
+    // A running job: it stays in memory however many finished jobs the rounds leave behind
+    // (the oldest finished ones are evicted from memory and then read from disk).
+    let job = pj.tool(
+        "execute_command",
+        json!({"command": "echo ready; sleep 3600"}),
+    );
     let job_id = job["job_id"].as_str().expect("job_id").to_string();
-    pj.tool("wait_for_job", json!({"job_id": job_id}));
+    pj.tool(
+        "wait_for_job",
+        json!({"job_id": job_id, "pattern": "ready", "from_start": true}),
+    );
 
     let ping = json!({});
     let status = json!({"name": "get_job_status", "arguments": {"job_id": job_id}});

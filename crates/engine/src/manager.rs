@@ -224,8 +224,9 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
     let Some(store) = store else {
         return;
     };
+    // A finished job keeps no file open: hundreds of finished jobs stay listed.
     let truncated = s.term.log_mut().map(|log| {
-        log.flush();
+        log.close();
         log.truncated()
     });
     let screen = s.term.screen();
@@ -334,18 +335,16 @@ impl JobManager {
             table: Mutex::new(Table::default()),
             store,
         });
-        if inner.store.is_some() {
-            let weak = Arc::downgrade(&inner);
+        if let Some(store) = &inner.store {
+            // The store's upkeep, at once and then periodically, never in the way of a request.
+            let weak = Arc::downgrade(store);
             inner.runtime.spawn(async move {
+                // A moment first: the client's handshake and first requests go before upkeep.
+                tokio::time::sleep(Duration::from_secs(1)).await;
                 loop {
+                    let Some(store) = weak.upgrade() else { return };
+                    let _ = tokio::task::spawn_blocking(move || store.maintain()).await;
                     tokio::time::sleep(PRUNE_EVERY).await;
-                    let Some(inner) = weak.upgrade() else { return };
-                    let _ = tokio::task::spawn_blocking(move || {
-                        if let Some(store) = &inner.store {
-                            store.prune();
-                        }
-                    })
-                    .await;
                 }
             });
         }
@@ -432,7 +431,7 @@ impl JobManager {
         let (events, _) = watch::channel(JobEvent::default());
         let (done, _) = watch::channel(false);
         let job = Arc::new(Job {
-            id: spare.as_ref().map_or_else(JobId::new, |(id, _)| *id),
+            id: spare.as_ref().map_or_else(JobId::new, |spare| spare.id),
             name: spec.name.clone(),
             command: spec.command.clone(),
             cwd,
@@ -461,7 +460,7 @@ impl JobManager {
                 spec.env.keys().cloned().collect(),
                 server.clone(),
             );
-            match store.begin(&record, spare.map(|(_, log)| log)) {
+            match store.begin(&record, spare) {
                 Ok(log) => {
                     let mut s = lock(&job.state);
                     s.term.set_log(log);

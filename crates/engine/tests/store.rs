@@ -155,3 +155,28 @@ async fn without_a_store_nothing_is_found_after_a_restart() {
         Err(ptyjobs_engine::Error::JobNotFound(_))
     ));
 }
+
+/// Open files of this process.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
+}
+
+/// A finished job keeps no file open, so hundreds of listed finished jobs cost no descriptors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_jobs_keep_no_file_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = persisted(dir.path());
+    run(&m, "true").await; // the spare and the runtime's files exist from here on
+    let before = open_fds();
+    for _ in 0..40 {
+        run(&m, "echo x").await;
+    }
+    // Reader threads close their descriptors as they end; allow them a moment.
+    let settled = wait_until(Duration::from_secs(10), || open_fds() <= before + 2).await;
+    assert!(
+        settled,
+        "{} open after 40 jobs, {before} before",
+        open_fds()
+    );
+    assert_eq!(m.list().len(), 41);
+}

@@ -74,6 +74,12 @@ impl LogWriter {
         }
     }
 
+    /// Flushes and closes the file (a finished job's log takes no more lines); the counts stay.
+    pub(crate) fn close(&mut self) {
+        self.flush();
+        self.out = None;
+    }
+
     fn fail(&mut self, e: &std::io::Error) {
         tracing::warn!(
             "job log write failed, the rest of this job's output stays in memory only: {e}"

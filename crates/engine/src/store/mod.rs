@@ -127,7 +127,19 @@ pub struct Store {
     indexes: Mutex<HashMap<JobId, LogIndex>>,
     /// A job directory made ahead of time, with its empty log: starting a job then costs one
     /// file written (its record) instead of three file-system creations (~80 µs each here).
-    spare: Mutex<Option<(JobId, LogWriter)>>,
+    spare: Mutex<Option<Spare>>,
+    /// Final records already read: they never change, so listing hundreds of earlier jobs
+    /// costs a directory read, not hundreds of file reads.
+    finals: Mutex<HashMap<JobId, JobRecord>>,
+}
+
+/// A job directory made ahead of time: its id, its empty log, and the temp file its first
+/// record will be written to (renamed into place).
+#[derive(Debug)]
+pub(crate) struct Spare {
+    pub(crate) id: JobId,
+    log: LogWriter,
+    record: File,
 }
 
 /// Instances of stores open in this process. A process that hosts several managers (a Node
@@ -148,8 +160,8 @@ impl ServerRef {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if let Some((id, _)) = crate::manager::lock(&self.spare).take() {
-            let _ = std::fs::remove_dir_all(self.job_dir(id));
+        if let Some(spare) = crate::manager::lock(&self.spare).take() {
+            let _ = std::fs::remove_dir_all(self.job_dir(spare.id));
         }
         if let Some(me) = &self.server {
             crate::manager::lock(&OPEN_HERE).retain(|i| *i != me.instance);
@@ -183,13 +195,18 @@ pub(crate) fn private_file(path: &Path) -> std::io::Result<File> {
 /// Replaces `path` with `bytes` atomically: a reader (or a crash) sees the old or the new
 /// content, never a mix.
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let tmp = temp_path(path);
     let mut f = private_file(&tmp)?;
     f.write_all(bytes)?;
     drop(f);
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+/// Where `path` is written before it is renamed into place.
+fn temp_path(path: &Path) -> PathBuf {
+    path.with_extension(format!("tmp-{}", std::process::id()))
 }
 
 fn mtime(path: &Path) -> Option<DateTime<Utc>> {
@@ -211,8 +228,8 @@ fn dir_size(path: &Path) -> u64 {
 }
 
 impl Store {
-    /// Opens `cfg.dir` as the store of a server: creates it (0700), takes the records of
-    /// servers that are gone (`running` ones become `killed`, "server stopped") and prunes.
+    /// Opens `cfg.dir` as the store of a server: creates it (0700) and nothing more, so a
+    /// server answers at once whatever the directory holds. [`Self::maintain`] does the rest.
     ///
     /// # Errors
     /// [`Error::Io`] when the directory cannot be created.
@@ -228,11 +245,8 @@ impl Store {
             cfg,
             indexes: Mutex::default(),
             spare: Mutex::default(),
+            finals: Mutex::default(),
         };
-        // Reading every record takes over those of gone servers; then the retention applies.
-        store.prune();
-        store.sweep_spares();
-        store.prepare_spare();
         Ok(store)
     }
 
@@ -252,6 +266,7 @@ impl Store {
             server: None,
             indexes: Mutex::default(),
             spare: Mutex::default(),
+            finals: Mutex::default(),
         })
     }
 
@@ -273,12 +288,22 @@ impl Store {
         self.cfg.dir.join("jobs").join(id.to_string())
     }
 
+    /// The upkeep a server runs at start and then periodically, off its runtime: reading every
+    /// record takes over those of gone servers (`running` ones become `killed`, "server
+    /// stopped"), the retention limits apply, forgotten spares go, and a spare is made ready.
+    pub fn maintain(&self) -> PruneReport {
+        let report = self.prune();
+        self.sweep_spares();
+        self.prepare_spare();
+        report
+    }
+
     /// Takes the job directory made ahead of time, if there is one: its id becomes the new
     /// job's, its log the job's log.
-    pub(crate) fn take_spare(&self) -> Option<(JobId, LogWriter)> {
+    pub(crate) fn take_spare(&self) -> Option<Spare> {
         let spare = crate::manager::lock(&self.spare).take()?;
         // Another server's sweep removes spares that waited over an hour.
-        self.job_dir(spare.0).join(LOG).exists().then_some(spare)
+        self.job_dir(spare.id).join(LOG).exists().then_some(spare)
     }
 
     /// Makes a job directory (and empty log) ahead of time for the next job, unless one is
@@ -289,13 +314,18 @@ impl Store {
         }
         let id = JobId::new();
         let dir = self.job_dir(id);
-        match private_dir(&dir)
-            .and_then(|()| LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes))
-        {
-            Ok(log) => {
+        let made = private_dir(&dir).and_then(|()| {
+            Ok(Spare {
+                id,
+                log: LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes)?,
+                record: private_file(&temp_path(&dir.join(META)))?,
+            })
+        });
+        match made {
+            Ok(made) => {
                 let mut spare = crate::manager::lock(&self.spare);
                 match *spare {
-                    None => *spare = Some((id, log)),
+                    None => *spare = Some(made),
                     // Another caller was quicker.
                     Some(_) => {
                         drop(spare);
@@ -337,18 +367,29 @@ impl Store {
     pub(crate) fn begin(
         &self,
         record: &JobRecord,
-        log: Option<LogWriter>,
+        spare: Option<Spare>,
     ) -> std::io::Result<LogWriter> {
-        let log = match log {
-            Some(log) => log,
-            None => {
-                let dir = self.job_dir(record.id);
-                private_dir(&dir)?;
-                LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes)?
+        let dir = self.job_dir(record.id);
+        match spare {
+            Some(Spare {
+                log,
+                record: mut file,
+                ..
+            }) => {
+                let json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+                file.write_all(&json)?;
+                drop(file);
+                let path = dir.join(META);
+                std::fs::rename(temp_path(&path), path)?;
+                Ok(log)
             }
-        };
-        self.write_record(record)?;
-        Ok(log)
+            None => {
+                private_dir(&dir)?;
+                let log = LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes)?;
+                self.write_record(record)?;
+                Ok(log)
+            }
+        }
     }
 
     /// Rewrites a job's record atomically.
@@ -384,12 +425,34 @@ impl Store {
     /// # Errors
     /// [`Error::JobNotFound`] when there is none; [`Error::Io`] when it cannot be read or parsed.
     pub fn load(&self, id: JobId) -> Result<StoredJob> {
-        self.load_with(id, &mut HashMap::new())
+        self.load_with(id, &mut HashMap::new(), true)
     }
 
     /// [`Self::load`], with the liveness of servers already looked at in `alive`.
-    fn load_with(&self, id: JobId, alive: &mut HashMap<ServerRef, bool>) -> Result<StoredJob> {
+    /// With `cache`, a final record read is kept for the next reads.
+    fn load_with(
+        &self,
+        id: JobId,
+        alive: &mut HashMap<ServerRef, bool>,
+        cache: bool,
+    ) -> Result<StoredJob> {
         let dir = self.job_dir(id);
+        let cached = crate::manager::lock(&self.finals).get(&id).cloned();
+        if let Some(record) = cached {
+            // A final record never changes; it only goes away.
+            if dir.join(META).exists() {
+                let owner_alive = self.server.as_ref() == Some(&record.server)
+                    || *alive
+                        .entry(record.server.clone())
+                        .or_insert_with(|| record.server.is_alive());
+                return Ok(StoredJob {
+                    record,
+                    owner_alive,
+                });
+            }
+            crate::manager::lock(&self.finals).remove(&id);
+            return Err(Error::JobNotFound(id));
+        }
         let text = match std::fs::read(dir.join(META)) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -438,6 +501,9 @@ impl Store {
                 record.orphaned(last_seen);
             }
         }
+        if cache && record.status.is_final() {
+            crate::manager::lock(&self.finals).insert(id, record.clone());
+        }
         Ok(StoredJob {
             record,
             owner_alive,
@@ -449,8 +515,17 @@ impl Store {
         self.records_except(|_| false)
     }
 
+    /// [`Self::records`] without filling the cache (a prune reads everything once).
+    fn records_uncached(&self) -> Vec<StoredJob> {
+        self.read_records(|_| false, false)
+    }
+
     /// Every readable record but those `skip` says, newest first.
     pub(crate) fn records_except(&self, skip: impl Fn(JobId) -> bool) -> Vec<StoredJob> {
+        self.read_records(skip, true)
+    }
+
+    fn read_records(&self, skip: impl Fn(JobId) -> bool, cache: bool) -> Vec<StoredJob> {
         let Ok(entries) = std::fs::read_dir(self.cfg.dir.join("jobs")) else {
             return Vec::new();
         };
@@ -462,7 +537,7 @@ impl Store {
                 if skip(id) {
                     return None;
                 }
-                match self.load_with(id, &mut alive) {
+                match self.load_with(id, &mut alive, cache) {
                     Ok(job) => Some(job),
                     // A job being created (directory made, record not yet renamed in) or removed.
                     Err(Error::JobNotFound(_)) => None,
@@ -645,6 +720,7 @@ impl Store {
         let dir = self.job_dir(id);
         let size = dir_size(&dir);
         crate::manager::lock(&self.indexes).remove(&id);
+        crate::manager::lock(&self.finals).remove(&id);
         // Remove the record first: a directory without one is invisible to every reader.
         let _ = std::fs::remove_file(dir.join(META));
         std::fs::remove_dir_all(&dir)?;
@@ -657,7 +733,7 @@ impl Store {
     /// a person) prunes finished jobs whoever ran them.
     pub fn prune(&self) -> PruneReport {
         let mut report = PruneReport::default();
-        let jobs = self.records();
+        let jobs = self.records_uncached();
         let mut total: u64 = jobs
             .iter()
             .map(|j| dir_size(&self.job_dir(j.record.id)))
