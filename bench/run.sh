@@ -24,9 +24,9 @@ bin=$CARGO_TARGET_DIR/release
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The servers the benches start keep their job history here, never in the user's state dir
-# (persistence stays on: it is the default the benches must measure).
-export PTYJOBS_STATE_DIR=$tmp/state
+# The servers the benches start keep their job history in a fresh directory per bench, never
+# in the user's state dir (persistence stays on: it is the default the benches must measure).
+state() { mkdir -p "$tmp/state-$1"; echo "$tmp/state-$1"; }
 
 if $quick; then
   sizes=(20 5 1000 3 100 100 50 5)
@@ -34,13 +34,13 @@ else
   sizes=(200 50 10000 20 1000 2000 1000 50)
 fi
 started=$(date +%s)
-"$bin/throughput" "${sizes[0]}" >"$tmp/s1.md"
-"$bin/parse" "${sizes[1]}" >"$tmp/s2.md"
-"$bin/roundtrip" "${sizes[2]}" >"$tmp/s3.md"
-"$bin/startup" "${sizes[3]}" >"$tmp/s4.md"
-"$bin/scale" "${sizes[4]}" "${sizes[5]}" >"$tmp/s5.md"
-"$bin/bounded" "${sizes[6]}" >"$tmp/s6.md"
-"$bin/persist" "${sizes[7]}" >"$tmp/s7.md"
+PTYJOBS_STATE_DIR=$(state throughput) "$bin/throughput" "${sizes[0]}" >"$tmp/s1.md"
+PTYJOBS_STATE_DIR=$(state parse) "$bin/parse" "${sizes[1]}" >"$tmp/s2.md"
+PTYJOBS_STATE_DIR=$(state roundtrip) "$bin/roundtrip" "${sizes[2]}" >"$tmp/s3.md"
+PTYJOBS_STATE_DIR=$(state startup) "$bin/startup" "${sizes[3]}" >"$tmp/s4.md"
+PTYJOBS_STATE_DIR=$(state scale) "$bin/scale" "${sizes[4]}" "${sizes[5]}" >"$tmp/s5.md"
+PTYJOBS_STATE_DIR=$(state bounded) "$bin/bounded" "${sizes[6]}" >"$tmp/s6.md"
+PTYJOBS_STATE_DIR=$(state persist) "$bin/persist" "${sizes[7]}" >"$tmp/s7.md"
 took=$(( $(date +%s) - started ))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

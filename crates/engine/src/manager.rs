@@ -65,6 +65,8 @@ pub(crate) struct Table {
     /// Finished ids in finish order, for evicting the oldest.
     pub(crate) finished: VecDeque<JobId>,
     pub(crate) running: usize,
+    /// Jobs finished since the store's last upkeep was started by count.
+    pub(crate) since_upkeep: usize,
 }
 
 pub(crate) struct Job {
@@ -287,6 +289,16 @@ impl Inner {
         let mut t = lock(&self.table);
         t.running = t.running.saturating_sub(1);
         t.finished.push_back(id);
+        t.since_upkeep += 1;
+        if let Some(store) = &self.store
+            && t.since_upkeep >= UPKEEP_EVERY_JOBS
+        {
+            // A busy server does its upkeep by the number of jobs too, so the state directory
+            // never holds many more records than the retention allows.
+            t.since_upkeep = 0;
+            let store = Arc::clone(store);
+            self.runtime.spawn_blocking(move || store.maintain());
+        }
         while t.finished.len() > self.config.max_finished {
             if let Some(old) = t.finished.pop_front() {
                 t.jobs.remove(&old);
@@ -699,3 +711,5 @@ impl JobManager {
 
 /// How often the retention limits are applied while a manager runs.
 const PRUNE_EVERY: Duration = Duration::from_secs(600);
+/// ... and after how many finished jobs, whichever comes first.
+const UPKEEP_EVERY_JOBS: usize = 200;

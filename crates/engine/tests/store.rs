@@ -158,7 +158,9 @@ async fn without_a_store_nothing_is_found_after_a_restart() {
 
 /// Open files of this process.
 fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
+    std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .count()
 }
 
 /// A finished job keeps no file open, so hundreds of listed finished jobs cost no descriptors.
@@ -179,4 +181,22 @@ async fn finished_jobs_keep_no_file_open() {
         open_fds()
     );
     assert_eq!(m.list().len(), 41);
+}
+
+/// A busy manager applies the retention by the number of jobs too, not only every ten minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_manager_prunes_as_it_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager_with(|c| {
+        c.store = Some(StoreConfig {
+            keep_jobs: 5,
+            ..StoreConfig::new(dir.path())
+        });
+    });
+    for _ in 0..210 {
+        run(&m, "true").await;
+    }
+    let store = m.store().unwrap();
+    let pruned = wait_until(Duration::from_secs(20), || store.records().len() <= 15).await;
+    assert!(pruned, "{} records kept", store.records().len());
 }

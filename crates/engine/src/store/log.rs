@@ -28,15 +28,27 @@ pub(crate) struct LogWriter {
 impl LogWriter {
     /// Creates (or empties) the log at `path`, mode 0600, holding at most `cap` bytes.
     pub(crate) fn create(path: &Path, cap: u64) -> std::io::Result<Self> {
-        let file = private_file(path)?;
-        Ok(Self {
+        Ok(Self::with_file(private_file(path)?, cap))
+    }
+
+    /// Opens the empty log a spare job directory already holds (cheaper than creating one).
+    pub(crate) fn open_existing(path: &Path, cap: u64) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(Self::with_file(file, cap))
+    }
+
+    fn with_file(file: File, cap: u64) -> Self {
+        Self {
             out: Some(BufWriter::with_capacity(64 * 1024, file)),
             lines: 0,
             bytes: 0,
             cap,
             truncated: false,
             dirty: false,
-        })
+        }
     }
 
     /// Appends one final line. Past the cap, writes the marker once and then nothing.
