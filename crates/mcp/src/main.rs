@@ -81,7 +81,24 @@ fn main() -> ExitCode {
 async fn serve(config: EngineConfig) -> Result<(), String> {
     let mut sigterm = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM: {e}"))?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT: {e}"))?;
-    let jobs = JobManager::new(config).map_err(|e| e.to_string())?;
+    let jobs = match JobManager::new(config.clone()) {
+        Ok(jobs) => jobs,
+        // An unusable state directory (read-only, a file in the way) must not keep the agent
+        // from its jobs: serve them from memory and say why on stderr.
+        Err(e) if config.store.is_some() => {
+            let dir = config.store.as_ref().map(|s| s.dir.display().to_string());
+            eprintln!(
+                "ptyjobs: cannot use the state directory {}: {e}; jobs are kept in memory only",
+                dir.unwrap_or_default()
+            );
+            JobManager::new(EngineConfig {
+                store: None,
+                ..config
+            })
+            .map_err(|e| e.to_string())?
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let server = server::Server::new(jobs.clone());
     let outcome = tokio::select! {
         r = async {

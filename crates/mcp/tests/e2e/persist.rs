@@ -395,3 +395,21 @@ async fn a_job_that_outlived_its_crashed_server_is_ended_by_the_next_one() {
     assert_eq!(st["status"], "killed");
     assert_eq!(st["reason"], "server stopped");
 }
+
+#[tokio::test]
+async fn an_unusable_state_dir_leaves_the_jobs_in_memory_with_a_warning() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let blocked = state.path().join("a-file");
+    std::fs::write(&blocked, "not a directory").expect("write");
+    let dir = blocked.to_str().expect("utf-8");
+    let s = Server::start_logged(&["--state-dir", dir], "warn").await;
+    let (id, _) = s.exec("echo still here").await;
+    s.wait_done(&id).await;
+    assert_eq!(s.output(&id).await, "still here");
+    let log = wait_until("the warning", DEADLINE, || async {
+        let log = s.log();
+        log.contains("in memory only").then_some(log)
+    })
+    .await;
+    assert!(log.contains("a-file"), "{log}");
+}
