@@ -30,6 +30,7 @@ mod kill;
 mod manager;
 mod output;
 mod pty;
+mod reads;
 mod search;
 mod signal;
 mod spawn;

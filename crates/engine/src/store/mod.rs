@@ -20,7 +20,9 @@
 
 mod log;
 mod owner;
+mod read;
 mod record;
+mod upkeep;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -34,14 +36,13 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
-use crate::output::OutputSlice;
 use crate::signal::{self, KillOutcome, Signal};
-use crate::terminal::ScreenSnapshot;
 
 use log::LogIndex;
 pub(crate) use log::LogWriter;
 pub use owner::ProcessRef;
 pub use record::{JobRecord, ServerRef};
+use upkeep::Spare;
 
 /// Where and how much job history is kept on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,14 +132,6 @@ pub struct Store {
     /// Final records already read: they never change, so listing hundreds of earlier jobs
     /// costs a directory read, not hundreds of file reads.
     finals: Mutex<HashMap<JobId, JobRecord>>,
-}
-
-/// A job directory made ahead of time, holding an empty log and the empty temp file its first
-/// record will be written to (then renamed into place). Only files are made ahead, none is
-/// kept open: opening an existing file costs a fraction of creating one.
-#[derive(Debug)]
-pub(crate) struct Spare {
-    pub(crate) id: JobId,
 }
 
 /// Instances of stores open in this process. A process that hosts several managers (a Node
@@ -285,78 +278,6 @@ impl Store {
 
     fn job_dir(&self, id: JobId) -> PathBuf {
         self.cfg.dir.join("jobs").join(id.to_string())
-    }
-
-    /// The upkeep a server runs at start and then periodically, off its runtime: reading every
-    /// record takes over those of gone servers (`running` ones become `killed`, "server
-    /// stopped"), the retention limits apply, forgotten spares go, and a spare is made ready.
-    pub fn maintain(&self) -> PruneReport {
-        let report = self.prune();
-        self.sweep_spares();
-        self.prepare_spare();
-        report
-    }
-
-    /// Takes the job directory made ahead of time, if there is one: its id becomes the new
-    /// job's, its log the job's log.
-    pub(crate) fn take_spare(&self) -> Option<Spare> {
-        let spare = crate::manager::lock(&self.spare).take()?;
-        // Another server's sweep removes spares that waited over an hour.
-        self.job_dir(spare.id).join(LOG).exists().then_some(spare)
-    }
-
-    /// Makes a job directory (and empty log) ahead of time for the next job, unless one is
-    /// ready. Blocking file-system work: call it off the async runtime.
-    pub(crate) fn prepare_spare(&self) {
-        if crate::manager::lock(&self.spare).is_some() {
-            return;
-        }
-        let id = JobId::new();
-        let dir = self.job_dir(id);
-        let made = private_dir(&dir)
-            .and_then(|()| private_file(&dir.join(LOG)))
-            .and_then(|_| private_file(&temp_path(&dir.join(META))))
-            .map(|_| Spare { id });
-        match made {
-            Ok(made) => {
-                let mut spare = crate::manager::lock(&self.spare);
-                match *spare {
-                    None => *spare = Some(made),
-                    // Another caller was quicker.
-                    Some(_) => {
-                        drop(spare);
-                        let _ = std::fs::remove_dir_all(&dir);
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!("cannot prepare a job directory: {e}");
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-        }
-    }
-
-    /// Removes job directories without a record that are over an hour old: spares of servers
-    /// that were killed. (Younger ones may be another live server's spare.)
-    fn sweep_spares(&self) {
-        let Ok(entries) = std::fs::read_dir(self.cfg.dir.join("jobs")) else {
-            return;
-        };
-        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let is_job = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.parse::<JobId>().is_ok());
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t < hour_ago);
-            if is_job && old && path.is_dir() && !path.join(META).exists() {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-        }
     }
 
     /// Writes the first record of a new job; opens its log unless `log` (the spare's) is given.
@@ -579,195 +500,6 @@ impl Store {
                     .join(", ")
             ))),
         }
-    }
-
-    /// Complete lines in the job's disk log.
-    ///
-    /// # Errors
-    /// [`Error::Io`] when the log cannot be read.
-    pub fn log_lines(&self, id: JobId) -> Result<u64> {
-        let file = File::open(self.job_dir(id).join(LOG))?;
-        let mut indexes = crate::manager::lock(&self.indexes);
-        Ok(indexes.entry(id).or_default().update(&file)?)
-    }
-
-    /// Lines `from..from+limit` of the job's disk log.
-    ///
-    /// # Errors
-    /// [`Error::Io`] when the log cannot be read.
-    pub fn read_log(&self, id: JobId, from: u64, limit: usize) -> Result<Vec<String>> {
-        let file = match File::open(self.job_dir(id).join(LOG)) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
-        let mut indexes = crate::manager::lock(&self.indexes);
-        let index = indexes.entry(id).or_default();
-        index.update(&file)?;
-        Ok(index.read(&file, from, limit)?)
-    }
-
-    /// The lines a job not yet finished by its server still had on screen when it last went
-    /// quiet. `None` once its final record holds the screen: the log then has every line.
-    pub fn saved_screen(&self, job: &StoredJob) -> Option<SavedScreen> {
-        if job.record.screen.is_some() {
-            return None;
-        }
-        let text = std::fs::read(self.job_dir(job.record.id).join(SCREEN)).ok()?;
-        serde_json::from_slice(&text).ok()
-    }
-
-    /// Lines `offset..offset+limit` of a stored job's transcript: its log, then the lines that
-    /// were still on screen. Numbers are the same as when the job was in memory.
-    ///
-    /// # Errors
-    /// [`Error::Io`] when the log cannot be read.
-    pub fn output(
-        &self,
-        job: &StoredJob,
-        offset: Option<u64>,
-        limit: Option<usize>,
-    ) -> Result<OutputSlice> {
-        let id = job.record.id;
-        let log_lines = match self.log_lines(id) {
-            Ok(n) => n,
-            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e),
-        };
-        // The saved screen continues the log; lines of it the log has since taken are skipped.
-        let screen: Vec<String> = self.saved_screen(job).map_or_else(Vec::new, |s| {
-            let taken = usize::try_from(log_lines.saturating_sub(s.first_line)).unwrap_or(0);
-            s.lines.into_iter().skip(taken).collect()
-        });
-        let end = log_lines + screen.len() as u64;
-        let requested = offset.unwrap_or(0).min(end);
-        let available = usize::try_from(end - requested).unwrap_or(usize::MAX);
-        let count = limit.map_or(available, |l| l.min(available));
-        let mut lines = self.read_log(id, requested, count)?;
-        let skip = usize::try_from(requested.saturating_sub(log_lines)).unwrap_or(usize::MAX);
-        lines.extend(
-            screen
-                .into_iter()
-                .skip(skip)
-                .take(count.saturating_sub(lines.len())),
-        );
-        let output = lines.join("\n");
-        Ok(OutputSlice {
-            bytes: output.len() as u64,
-            output,
-            first_line: requested,
-            line_count: lines.len() as u64,
-            next_offset: requested + lines.len() as u64,
-            total_lines: end,
-            dropped_lines: 0,
-            final_lines: if job.record.status.is_final() {
-                end
-            } else {
-                log_lines
-            },
-            truncated: count < available,
-            omitted_lines: 0,
-            omitted_bytes: 0,
-            omitted_from: None,
-            status: job.record.status,
-        })
-    }
-
-    /// The last `n` lines of a stored job's transcript.
-    ///
-    /// # Errors
-    /// [`Error::Io`] when the log cannot be read.
-    pub fn tail(&self, job: &StoredJob, n: usize) -> Result<OutputSlice> {
-        let total = self.output(job, None, Some(0))?.total_lines;
-        self.output(job, Some(total.saturating_sub(n as u64)), None)
-    }
-
-    /// The final screen of a stored job (or, for a job another server runs, its last saved
-    /// lines).
-    pub fn screen(&self, job: &StoredJob) -> ScreenSnapshot {
-        job.record.screen.clone().unwrap_or_else(|| {
-            let rows = self.saved_screen(job).map(|s| s.lines).unwrap_or_default();
-            ScreenSnapshot {
-                cursor_row: u16::try_from(rows.len().saturating_sub(1)).unwrap_or(0),
-                cursor_col: 0,
-                cols: job.record.size.0,
-                height: job.record.size.1,
-                alternate_screen: false,
-                title: None,
-                rows,
-            }
-        })
-    }
-
-    /// Removes a finished job's record and log.
-    ///
-    /// # Errors
-    /// [`Error::JobNotFound`]; [`Error::InvalidArgument`] when the job is still running.
-    pub fn remove(&self, id: JobId) -> Result<()> {
-        let job = self.load(id)?;
-        if !job.record.status.is_final() {
-            return Err(Error::InvalidArgument(format!(
-                "job {id} is still running: kill it first"
-            )));
-        }
-        self.remove_dir(id)?;
-        Ok(())
-    }
-
-    fn remove_dir(&self, id: JobId) -> std::io::Result<u64> {
-        let dir = self.job_dir(id);
-        let size = dir_size(&dir);
-        crate::manager::lock(&self.indexes).remove(&id);
-        crate::manager::lock(&self.finals).remove(&id);
-        // Remove the record first: a directory without one is invisible to every reader.
-        let _ = std::fs::remove_file(dir.join(META));
-        std::fs::remove_dir_all(&dir)?;
-        Ok(size)
-    }
-
-    /// Applies the retention limits: finished jobs beyond `keep_jobs`, older than `keep_age`,
-    /// or beyond `keep_bytes` in all are removed, oldest first. Running jobs are never touched;
-    /// a server leaves other live servers' jobs alone too, while a reader (the CLI, acting for
-    /// a person) prunes finished jobs whoever ran them.
-    pub fn prune(&self) -> PruneReport {
-        let mut report = PruneReport::default();
-        let jobs = self.records_uncached();
-        let mut total: u64 = jobs
-            .iter()
-            .map(|j| dir_size(&self.job_dir(j.record.id)))
-            .sum();
-        let mut finished = jobs.iter().filter(|j| j.record.status.is_final()).count();
-        let now = Utc::now();
-        let max_age =
-            chrono::Duration::from_std(self.cfg.keep_age).unwrap_or(chrono::Duration::MAX);
-        // Oldest first: `records` is newest first.
-        for job in jobs.iter().rev() {
-            let r = &job.record;
-            let removable = r.status.is_final()
-                && (!job.owner_alive
-                    || self.server.as_ref() == Some(&r.server)
-                    || self.server.is_none());
-            if !removable {
-                continue;
-            }
-            let ended = r.finished.unwrap_or(r.started);
-            let over = finished > self.cfg.keep_jobs
-                || now - ended > max_age
-                || total > self.cfg.keep_bytes;
-            if !over {
-                continue;
-            }
-            match self.remove_dir(r.id) {
-                Ok(size) => {
-                    total = total.saturating_sub(size);
-                    finished -= 1;
-                    report.removed.push(r.id);
-                    report.bytes += size;
-                }
-                Err(e) => tracing::warn!("cannot prune job {}: {e}", r.id),
-            }
-        }
-        report
     }
 
     /// Kills a job another process owns, for the CLI: leaves a kill request (so its server
