@@ -20,5 +20,6 @@
 
 mod error;
 mod manager;
+mod options;
 mod stream;
 mod types;

@@ -13,11 +13,14 @@ use ptyjobs_engine::{self as engine, EngineConfig, JobId, JobSpec, Signal};
 use tokio::runtime::Handle;
 
 use crate::error::{Code, JsErr, Result, err, from_engine, into_napi};
+use crate::options::{
+    ExecuteOptions, KillOptions, ManagerOptions, OutputOptions, SearchOptions, TailOptions,
+    WaitOptions,
+};
 use crate::stream::{Callback, Streams};
 use crate::types::{
-    ExecuteOptions, JobInfo, KillOptions, KillResult, MAX_SAFE, ManagerOptions, Output,
-    OutputOptions, ScreenSnapshot, SearchOptions, SearchResult, TailOptions, WaitOptions,
-    WaitResult, count, dimension, fitted, millis, whole,
+    JobInfo, KillResult, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult, count,
+    dimension, fitted, millis, whole,
 };
 
 /// Lines `tail` returns when not told.
