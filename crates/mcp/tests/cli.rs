@@ -3,6 +3,8 @@
 
 #[path = "cli/harness.rs"]
 mod harness;
+#[path = "common/procs.rs"]
+mod procs;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

@@ -142,7 +142,8 @@ static OPEN_HERE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 impl ServerRef {
     /// Whether this server still runs.
     fn is_alive(&self) -> bool {
-        if self.process == ProcessRef::current() {
+        // Our own process needs no look at /proc: its pid cannot have been reused.
+        if self.process.pid == std::process::id() {
             crate::manager::lock(&OPEN_HERE).contains(&self.instance)
         } else {
             self.process.is_alive()

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::procs::kill;
+pub use crate::procs::session_processes;
+
 /// Path of the binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ptyjobs");
 
@@ -229,36 +232,6 @@ impl Drop for Server {
         }
         let _ = self.child.wait();
     }
-}
-
-fn kill(pid: u32, sig: i32) {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return;
-    };
-    // SAFETY: kill(2) takes plain integers.
-    unsafe { libc::kill(pid, sig) };
-}
-
-/// `(state, session id)` of a process, from `/proc/<pid>/stat`.
-fn stat(pid: u32) -> Option<(char, u32)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: count fields after the last ')'.
-    let mut f = s[s.rfind(')')? + 1..].split_ascii_whitespace();
-    let state = f.next()?.chars().next()?;
-    let (_ppid, _pgrp) = (f.next()?, f.next()?);
-    Some((state, f.next()?.parse().ok()?))
-}
-
-/// Live (non-zombie) processes in session `sid`: a job's processes, since each job's shell
-/// leads its own session.
-pub fn session_processes(sid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| matches!(stat(pid), Some((st, s)) if s == sid && st != 'Z' && st != 'X'))
-        .collect()
 }
 
 /// What one run of the CLI did.

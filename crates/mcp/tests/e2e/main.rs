@@ -6,6 +6,8 @@ mod keys;
 mod lifecycle;
 mod persist;
 mod processes;
+#[path = "../common/procs.rs"]
+mod procs;
 mod terminal;
 mod tools;
 mod util;

@@ -17,6 +17,9 @@ use rmcp::{ClientHandler, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
+pub use crate::procs::session_processes;
+use crate::procs::{kill, stat};
+
 /// Path of the binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ptyjobs");
 
@@ -386,11 +389,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-fn kill(pid: u32, sig: i32) {
-    // SAFETY: kill(2) takes plain integers.
-    unsafe { libc::kill(pid as libc::pid_t, sig) };
-}
-
 /// SIGKILLs every live process in session `sid` (a job's processes).
 pub fn kill_session(sid: u32) {
     for pid in session_processes(sid) {
@@ -401,28 +399,6 @@ pub fn kill_session(sid: u32) {
 /// Sends `sig` to `pid`.
 pub fn signal(pid: u32, sig: i32) {
     kill(pid, sig);
-}
-
-/// `(state, session id)` of a process, from `/proc/<pid>/stat`.
-fn stat(pid: u32) -> Option<(char, u32)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: count fields after the last ')'.
-    let mut f = s[s.rfind(')')? + 1..].split_ascii_whitespace();
-    let state = f.next()?.chars().next()?;
-    let (_ppid, _pgrp) = (f.next()?, f.next()?);
-    Some((state, f.next()?.parse().ok()?))
-}
-
-/// Live (non-zombie) processes whose session id is `sid`: a job's processes, since each job's
-/// shell leads its own session.
-pub fn session_processes(sid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| matches!(stat(pid), Some((st, s)) if s == sid && st != 'Z' && st != 'X'))
-        .collect()
 }
 
 /// Whether `pid` is alive (exists and is not a zombie).
