@@ -478,3 +478,36 @@ fn ambiguous_and_unknown_prefixes_are_errors() {
     );
     assert_error(&f.cli(&["logs", "not-an-id"]), &["no job id starts with"]);
 }
+
+/// On a terminal (here `script`'s), the status is coloured; `NO_COLOR` turns that off.
+#[test]
+fn list_colours_the_status_on_a_terminal_unless_no_color() {
+    let mut f = Fixture::new();
+    let (id, _) = f.exec("echo hi");
+    f.server.wait_done(&id);
+    let dir = f.dir().to_str().expect("utf-8 path").to_owned();
+    let on_a_tty = |no_color: Option<&str>| {
+        let mut cmd = std::process::Command::new("script");
+        cmd.args([
+            "-qec",
+            &format!("{} --state-dir {dir} list", harness::BIN),
+            "/dev/null",
+        ]);
+        match no_color {
+            Some(v) => cmd.env("NO_COLOR", v),
+            None => cmd.env_remove("NO_COLOR"),
+        };
+        let out = cmd.output().expect("run script (util-linux)");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = on_a_tty(None);
+    assert!(coloured.contains("completed"), "{coloured:?}");
+    assert!(
+        coloured.contains("\x1b["),
+        "no colour on a terminal: {coloured:?}"
+    );
+    let plain = on_a_tty(Some("1"));
+    assert!(plain.contains("completed"), "{plain:?}");
+    assert!(!plain.contains('\x1b'), "NO_COLOR ignored: {plain:?}");
+}
