@@ -11,7 +11,7 @@ impl Terminal {
     /// it seen every byte itself.
     pub(super) fn process(&mut self, mut bytes: &[u8]) {
         if !self.fast {
-            self.parser.process(bytes);
+            self.emulate(bytes);
             return;
         }
         let mut touched = false;
@@ -33,7 +33,7 @@ impl Terminal {
             }
             // The emulator takes the rest of this line; the model may apply again after it.
             let n = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
-            self.parser.process(&bytes[..n]);
+            self.emulate(&bytes[..n]);
             bytes = &bytes[n..];
         }
         if touched {
