@@ -38,9 +38,14 @@ use scan::{REPLACEMENT, Watched, restore_row, sanitize_utf8, screen_text, watche
 enum Action {
     Watched(Watched),
     Query(Query),
+    /// `CSI <n> b` (REP): print the last printed character n more times.
+    Repeat(u16),
 }
 
 fn action(seq: &Sequence) -> Option<Action> {
+    if seq.kind == b'[' && seq.intermediates.is_empty() && seq.final_byte == b'b' {
+        return Some(Action::Repeat(seq.first().max(1)));
+    }
     if let Some(w) = watched(seq) {
         return Some(Action::Watched(w));
     }
@@ -157,6 +162,9 @@ pub struct Terminal {
     mirror: Mirror,
     /// Answers to queries, not yet taken by the owner.
     replies: Vec<u8>,
+    /// The last character printed, which `CSI b` repeats (the emulator's own memory of it
+    /// misses what the line model printed).
+    last_printed: Option<char>,
     /// Raw bytes of a UTF-8 character cut off at the end of the last chunk.
     utf8_tail: Vec<u8>,
     /// The main screen's lines, saved when a program switched to the alternate screen (vt100
@@ -189,6 +197,7 @@ impl Terminal {
             parser: vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture),
             mirror: Mirror::default(),
             replies: Vec::new(),
+            last_printed: None,
             utf8_tail: Vec::new(),
             saved_main: Vec::new(),
             fast: true,
@@ -336,12 +345,21 @@ impl Terminal {
     /// it wipes; a query is answered from the emulator's state (the emulator ignores it).
     fn act(&mut self, act: Action, seq: &Sequence) {
         match act {
+            Action::Repeat(n) => {
+                if let Some(c) = self.last_printed {
+                    let text: String = std::iter::repeat_n(c, usize::from(n)).collect();
+                    self.process(text.as_bytes());
+                }
+            }
             Action::Watched(what) => {
+                if what == Watched::Reset {
+                    self.last_printed = None;
+                }
                 self.model = None;
                 self.before(what);
                 let mut bytes = Vec::new();
                 seq.encode(&mut bytes);
-                self.parser.process(&bytes);
+                self.draw(&bytes);
             }
             Action::Query(q) => {
                 if self.replies.len() < replies::MAX_PENDING {
