@@ -25,6 +25,9 @@ impl Rng {
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
+    fn bytes(&mut self, items: &[&'static [u8]]) -> &'static [u8] {
+        items[self.below(items.len())]
+    }
 }
 
 const WORDS: &[&str] = &[
@@ -132,7 +135,7 @@ fn csi(r: &mut Rng, out: &mut Vec<u8>) {
 }
 
 fn string(r: &mut Rng, out: &mut Vec<u8>) {
-    let opener: &[u8] = *r.pick(&[
+    let opener: &[u8] = r.bytes(&[
         &b"\x1b]0;"[..],
         b"\x1b]2;",
         b"\x1b]10;?",
@@ -154,7 +157,7 @@ fn string(r: &mut Rng, out: &mut Vec<u8>) {
             _ => out.extend_from_slice(r.pick(WORDS).as_bytes()),
         }
     }
-    let end: &[u8] = *r.pick(&[&b"\x07"[..], b"\x1b\\", b"", b"\x18", b"\x1a", b"\x1b[31m"]);
+    let end: &[u8] = r.bytes(&[&b"\x07"[..], b"\x1b\\", b"", b"\x18", b"\x1a", b"\x1b[31m"]);
     out.extend_from_slice(end);
 }
 
@@ -181,7 +184,7 @@ fn piece(r: &mut Rng, cols: usize, out: &mut Vec<u8>) {
                 }
             }
         }
-        10 | 11 => out.extend_from_slice(*r.pick(&[
+        10 | 11 => out.extend_from_slice(r.bytes(&[
             &b"\x08"[..],
             b"\t",
             b"\r",
@@ -196,14 +199,14 @@ fn piece(r: &mut Rng, cols: usize, out: &mut Vec<u8>) {
         12..=16 => csi(r, out),
         17 | 18 => string(r, out),
         19 => out.extend_from_slice(b"\x1bc"),
-        20 => out.extend_from_slice(*r.pick(&[
+        20 => out.extend_from_slice(r.bytes(&[
             &b"\x1b[?1049h"[..],
             b"\x1b[?1049l",
             b"\x1b[?47h",
             b"\x1b[?47l",
             b"\x1b[?1047h",
         ])),
-        21 => out.extend_from_slice(*r.pick(&[
+        21 => out.extend_from_slice(r.bytes(&[
             &b"\x9b"[..],
             b"\x9d",
             b"\xc2\x9b31m",
@@ -211,8 +214,8 @@ fn piece(r: &mut Rng, cols: usize, out: &mut Vec<u8>) {
             b"\xc2\x90",
             b"\x9c",
         ])),
-        22 => out.extend_from_slice(*r.pick(INVALID)),
-        23 => out.extend_from_slice(*r.pick(&[
+        22 => out.extend_from_slice(r.bytes(INVALID)),
+        23 => out.extend_from_slice(r.bytes(&[
             &b"\x1b7"[..],
             b"\x1b8",
             b"\x1bM",

@@ -61,13 +61,13 @@ fn hex(s: &str) -> String {
 
 fn asker_job(m: &JobManager, dir: &std::path::Path) -> ptyjobs_engine::JobInfo {
     let script = dir.join("asker.py");
-    std::fs::write(&script, ASKER).unwrap();
+    std::fs::write(&script, ASKER).expect("write the script");
     let spec = JobSpec {
         cols: Some(100),
         rows: Some(30),
         ..JobSpec::new(format!("python3 {}", script.display()))
     };
-    m.execute(spec).unwrap()
+    m.execute(spec).expect("execute")
 }
 
 #[tokio::test]

@@ -118,7 +118,7 @@ impl Terminal {
             // redraw itself must not reach the bad state again.
             let mut at = 0;
             for c in text.chars() {
-                let width = usize::from(c.width().unwrap_or(1).min(2));
+                let width = c.width().unwrap_or(1).min(2);
                 if c.is_control() || at + width > usize::from(cols.get()) {
                     continue;
                 }
