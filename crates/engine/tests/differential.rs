@@ -398,10 +398,12 @@ fn check_case(seed: u64, every_byte: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn run(seeds: impl Iterator<Item = u64>) -> usize {
-    let mut n = 0;
+/// Checks every seed; returns how many cases ran and how many were also split at every byte.
+fn run(seeds: impl Iterator<Item = u64>) -> (usize, usize) {
+    let (mut n, mut cut) = (0, 0);
     for seed in seeds {
         let every_byte = seed % 8 == 0 && case(seed).input.len() <= 400;
+        cut += usize::from(every_byte);
         let outcome = std::panic::catch_unwind(|| check_case(seed, every_byte))
             .unwrap_or_else(|_| Err("panicked".to_owned()));
         if let Err(e) = outcome {
@@ -416,7 +418,7 @@ fn run(seeds: impl Iterator<Item = u64>) -> usize {
         }
         n += 1;
     }
-    n
+    (n, cut)
 }
 
 #[test]
@@ -433,8 +435,11 @@ fn the_fast_path_matches_the_emulator_on_generated_streams() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5000);
     let started = std::time::Instant::now();
-    let n = run(1..=cases);
-    eprintln!("{n} differential cases in {:.1?}", started.elapsed());
+    let (n, cut) = run(1..=cases);
+    eprintln!(
+        "{n} differential cases ({cut} also split at every byte) in {:.1?}",
+        started.elapsed()
+    );
 }
 
 /// vt100 0.18 panics when a double-width cell left in the last column (a character in the
