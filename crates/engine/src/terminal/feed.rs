@@ -45,6 +45,10 @@ impl Terminal {
                 break;
             };
             let esc = i + p;
+            if let Some(len) = inert_csi(&buf[esc..]) {
+                i = esc + len; // stays in the batch: only the emulator needs it
+                continue;
+            }
             self.mirror.escape();
             i = esc + 1;
             // The common case: a sequence of plain bytes, complete in this chunk.
@@ -161,4 +165,29 @@ impl Terminal {
             }
         }
     }
+}
+
+/// The length of the control sequence at the start of `buf` if it is complete, made of plain
+/// bytes in the usual order (parameters, intermediates, final) and its final byte is one no
+/// action of the terminal depends on (colours, cursor moves, erasing a line...): the common
+/// case, which then needs no parsing here at all.
+fn inert_csi(buf: &[u8]) -> Option<usize> {
+    if buf.get(1) != Some(&b'[') {
+        return None;
+    }
+    let mut i = 2;
+    while buf.get(i).is_some_and(|b| (0x30..=0x3f).contains(b)) {
+        i += 1;
+    }
+    while buf.get(i).is_some_and(|b| (0x20..=0x2f).contains(b)) {
+        i += 1;
+    }
+    let f = *buf.get(i)?;
+    // Finals the terminal acts on (see `action`): erase display, modes, scroll region, status,
+    // attributes, window reports, DECRQM, version, repeat.
+    let acted = matches!(
+        f,
+        b'J' | b'h' | b'l' | b'r' | b'n' | b'c' | b't' | b'p' | b'q' | b'b'
+    );
+    ((0x40..=0x7e).contains(&f) && !acted).then_some(i + 1)
 }
