@@ -92,6 +92,13 @@ impl InputQueue {
         }
     }
 
+    /// Writes what the terminal takes now of the pending replies; true when none is left.
+    fn flush(&self, master: &OwnedFd) -> bool {
+        let mut q = lock(&self.state);
+        q.flush(master);
+        q.pending.is_empty()
+    }
+
     /// Takes the writer's turn if it is free (replies already queued are written first).
     fn try_turn<'a>(&'a self, master: &'a OwnedFd) -> Option<Turn<'a>> {
         let mut q = lock(&self.state);
@@ -176,6 +183,11 @@ impl JobManager {
                 Err(_) if written > 0 => break,
                 Err(e) => return Err(e.into()),
             }
+        }
+        // Replies that queued behind this input follow it now, while the turn is still held
+        // (nothing else would retry them if the program's input queue is full right now).
+        while !job.input.flush(&master) && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         Ok(written)
     }
