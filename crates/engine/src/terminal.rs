@@ -32,7 +32,7 @@ mod scan;
 mod wide;
 
 use parse::{Mirror, State};
-use scan::{REPLACEMENT, Watched, restore_row, sanitize_utf8, screen_text};
+use scan::{REPLACEMENT, Watched, restore_row, sanitize_utf8, screen_rows, screen_text};
 
 /// What a person looking at the terminal sees right now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -420,7 +420,7 @@ impl Terminal {
         let (height, cols) = screen.size();
         let (cursor_row, cursor_col) = screen.cursor_position();
         ScreenSnapshot {
-            rows: screen.rows(0, cols.get()).map(restore_row).collect(),
+            rows: screen_rows(screen),
             cursor_row,
             cursor_col,
             cols: cols.get(),

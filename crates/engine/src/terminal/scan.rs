@@ -31,14 +31,33 @@ pub(super) fn restore_row(text: String) -> String {
     text.replace(MARGIN, " ")
 }
 
-/// The screen's text like [`vt100::Screen::contents`] (rows of one line joined, lines separated
-/// by `\n`, trailing empty lines dropped), each row cleaned by [`restore_row`].
-pub(super) fn screen_text(screen: &vt100::Screen) -> String {
+/// The text of every visible row. A margin marker that is the last thing in its row is read
+/// from the cells as the blank it stands for (what is before it keeps vt100's own reading:
+/// blank cells trimmed, printed spaces kept).
+pub(super) fn screen_rows(screen: &vt100::Screen) -> Vec<String> {
     let cols = screen.size().1.get();
+    (0u16..)
+        .zip(screen.rows(0, cols))
+        .map(|(i, text)| {
+            if !text.ends_with(MARGIN) {
+                return restore_row(text);
+            }
+            let last = (0..cols)
+                .rev()
+                .find(|&c| screen.cell(i, c).is_some_and(vt100::Cell::has_contents))
+                .unwrap_or(0);
+            let before = screen.rows(0, last).nth(usize::from(i)).unwrap_or_default();
+            restore_row(before)
+        })
+        .collect()
+}
+
+/// The screen's text like [`vt100::Screen::contents`] (rows of one line joined, lines separated
+/// by `\n`, trailing empty lines dropped), each row read by [`screen_rows`].
+pub(super) fn screen_text(screen: &vt100::Screen) -> String {
     let mut out = String::new();
     let mut wrapping = false;
-    for (i, row) in (0u16..).zip(screen.rows(0, cols)) {
-        let row = restore_row(row);
+    for (i, row) in (0u16..).zip(screen_rows(screen)) {
         if wrapping && row.is_empty() {
             out.push('\n');
         }
