@@ -14,6 +14,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 
 use crate::resources::{self, Subscriptions};
+use crate::schema::make_portable;
 
 /// What the model is told about the server as a whole.
 const INSTRUCTIONS: &str = "\
@@ -37,6 +38,8 @@ Jobs are killed when the server exits.";
 #[derive(Clone)]
 pub struct Server {
     pub(crate) jobs: JobManager,
+    /// The editor given with `--editor`, set as each job's GIT_EDITOR, EDITOR and VISUAL.
+    pub(crate) editor: Option<Arc<str>>,
     subscriptions: Arc<Subscriptions>,
     tool_router: ToolRouter<Self>,
 }
@@ -46,13 +49,37 @@ impl Server {
     pub fn new(jobs: JobManager) -> Self {
         Self {
             jobs,
+            editor: None,
             subscriptions: Arc::default(),
-            tool_router: Self::job_tools()
-                + Self::output_tools()
-                + Self::terminal_tools()
-                + Self::wait_tools(),
+            tool_router: portable(
+                Self::job_tools()
+                    + Self::output_tools()
+                    + Self::terminal_tools()
+                    + Self::wait_tools(),
+            ),
         }
     }
+}
+
+impl Server {
+    /// Jobs get `editor` as their GIT_EDITOR, EDITOR and VISUAL (unless their `env` says
+    /// otherwise).
+    pub fn with_editor(mut self, editor: Option<String>) -> Self {
+        self.editor = editor.map(Into::into);
+        self
+    }
+}
+
+/// `router` with every tool's input and output schema in the portable form (see
+/// [`crate::schema`]).
+fn portable(mut router: ToolRouter<Server>) -> ToolRouter<Server> {
+    for route in router.map.values_mut() {
+        make_portable(Arc::make_mut(&mut route.attr.input_schema));
+        if let Some(out) = route.attr.output_schema.as_mut() {
+            make_portable(Arc::make_mut(out));
+        }
+    }
+    router
 }
 
 #[tool_handler(router = self.tool_router)]

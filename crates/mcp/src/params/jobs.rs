@@ -68,9 +68,11 @@ pub struct StatusResult {
     pub job_id: String,
     /// running, completed, failed or killed.
     pub status: Status,
-    /// Exit code once the job exited normally (127 = command not found), else null.
+    /// Exit code once the job exited normally (127 = command not found), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    /// Signal that ended the job (e.g. `SIGTERM`), else null.
+    /// Signal that ended the job (e.g. `SIGTERM`), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
     /// Process id of the job's shell.
     pub pid: u32,
@@ -78,13 +80,16 @@ pub struct StatusResult {
     pub command: String,
     /// When the job started (RFC 3339).
     pub started: String,
-    /// When the job ended (RFC 3339), null while running.
+    /// When the job ended (RFC 3339), absent while running.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub finished: Option<String>,
     /// Run time in milliseconds, so far if still running.
     pub duration_ms: u64,
     /// The label given at start, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Why the job failed or was killed, in a few words.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Working directory of the job.
     pub cwd: String,
@@ -124,9 +129,11 @@ pub struct JobSummary {
     pub command: String,
     /// When the job started (RFC 3339).
     pub started: String,
-    /// Exit code once the job exited normally, else null.
+    /// Exit code once the job exited normally, else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// The label given at start, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Process id of the job's shell.
     pub pid: u32,

@@ -70,6 +70,7 @@ pub struct ScreenResult {
     /// True while a full-screen program (editor, pager, TUI) uses the alternate screen.
     pub alternate_screen: bool,
     /// The window title the program set, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The job's status.
     pub status: Status,

@@ -17,17 +17,28 @@ impl Server {
     /// Start a shell command as a background job under its own terminal and return its job_id
     /// at once. Use for builds, tests, servers, watchers: anything long-running or interactive.
     /// Then wait_for_job, e.g. `{"command": "npm run dev", "name": "dev"}` followed by
-    /// wait_for_job `{"job_id": ..., "port": 3000}`.
+    /// wait_for_job `{"job_id": ..., "port": 3000}`. Environment: the server's, plus
+    /// TERM=xterm-256color, COLORTERM=truecolor, PAGER=cat, GIT_PAGER=cat, and GIT_EDITOR,
+    /// EDITOR, VISUAL set to a command that fails at once (no editor can be used in a
+    /// background job: pass messages on the command line, e.g. `git commit -m "..."`); `env`
+    /// overrides any of them.
     #[tool(annotations(destructive_hint = true, open_world_hint = true))]
     async fn execute_command(
         &self,
         Parameters(p): Parameters<ExecuteParams>,
         peer: Peer<RoleServer>,
     ) -> Result<Json<ExecuteResult>, ToolError> {
+        let mut env = p.env.unwrap_or_default();
+        if let Some(editor) = &self.editor {
+            for var in ["GIT_EDITOR", "EDITOR", "VISUAL"] {
+                env.entry(var.to_owned())
+                    .or_insert_with(|| editor.to_string());
+            }
+        }
         let spec = JobSpec {
             command: p.command,
             cwd: p.cwd.map(PathBuf::from),
-            env: p.env.unwrap_or_default(),
+            env,
             cols: p.cols,
             rows: p.rows,
             name: p.name,
