@@ -11,8 +11,9 @@ mod params;
 mod resources;
 mod schema;
 mod server;
-mod transport;
+mod tasks;
 mod tools;
+mod transport;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

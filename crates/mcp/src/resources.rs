@@ -143,7 +143,16 @@ impl Subscriptions {
         let rx = jobs
             .subscribe(id)
             .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
-        let task = tokio::spawn(notify(rx, peer, uri.clone())).abort_handle();
+        let target = uri.clone();
+        let task = tokio::spawn(notify(rx, move || {
+            let (peer, uri) = (peer.clone(), target.clone());
+            async move {
+                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                    .await
+                    .is_ok()
+            }
+        }))
+        .abort_handle();
         if let Some(old) = self.lock().insert(uri, task) {
             old.abort();
         }
@@ -170,22 +179,44 @@ impl Drop for Subscriptions {
     }
 }
 
-/// Sends `resources/updated` for `uri` after each change of the job, at most every
-/// [`MIN_INTERVAL`], until the job has ended, the job is forgotten or the client is gone.
-async fn notify(
-    mut rx: tokio::sync::watch::Receiver<ptyjobs_engine::JobEvent>,
-    peer: Peer<RoleServer>,
-    uri: String,
-) {
+/// Notifies about `uri` on a `subscriptions/listen` stream (protocol 2026-07-28): the same
+/// notifier as [`Subscriptions::subscribe`], sent through the stream's sink.
+pub fn listen_to(
+    jobs: &JobManager,
+    uri: &str,
+    sink: rmcp::service::SubscriptionSink,
+) -> Result<tokio::task::JoinHandle<()>, ErrorData> {
+    let (id, _) = parse(uri)?;
+    let rx = jobs
+        .subscribe(id)
+        .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
+    let uri = uri.to_owned();
+    Ok(tokio::spawn(notify(rx, move || {
+        let (sink, uri) = (sink.clone(), uri.clone());
+        async move { sink.notify_resource_updated(uri).await.is_ok() }
+    })))
+}
+
+/// Whether `uri` names a resource of a known job.
+pub fn exists(jobs: &JobManager, uri: &str) -> bool {
+    parse(uri).is_ok_and(|(id, _)| jobs.status(id).is_ok())
+}
+
+/// Calls `send` (which says whether the client is still there) after each change of the job,
+/// at most every [`MIN_INTERVAL`], until the job has ended, the job is forgotten or the client
+/// is gone.
+async fn notify<F, Fut>(mut rx: tokio::sync::watch::Receiver<ptyjobs_engine::JobEvent>, send: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     if rx.borrow().finished {
         return;
     }
     while rx.changed().await.is_ok() {
         let finished = rx.borrow_and_update().finished;
-        let sent = peer
-            .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
-            .await;
-        if sent.is_err() || finished {
+        let sent = send().await;
+        if !sent || finished {
             return;
         }
         // Rate limit: changes during the pause are reported by one notification after it.

@@ -135,7 +135,10 @@ mod tests {
                 "either": { "type": ["string", "integer", "null"] },
             }
         }));
-        assert_eq!(v["properties"]["cols"], json!({ "type": "integer", "minimum": 1 }));
+        assert_eq!(
+            v["properties"]["cols"],
+            json!({ "type": "integer", "minimum": 1 })
+        );
         assert_eq!(
             v["properties"]["status"],
             json!({ "$ref": "#/$defs/Status", "description": "d" })

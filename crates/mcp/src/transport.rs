@@ -334,7 +334,10 @@ mod tests {
     #[test]
     fn params_that_are_not_objects_are_invalid_params() {
         let a = answer(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[1,2]}"#);
-        assert_eq!((a["id"].clone(), a["error"]["code"].clone()), (2.into(), (-32602).into()));
+        assert_eq!(
+            (a["id"].clone(), a["error"]["code"].clone()),
+            (2.into(), (-32602).into())
+        );
         let a = answer(
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":5}}"#,
         );
@@ -342,7 +345,10 @@ mod tests {
         let a = answer(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#);
         assert_eq!(a["error"]["code"], -32602);
         let a = answer(r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{}}"#);
-        assert_eq!((a["id"].clone(), a["error"]["code"].clone()), (5.into(), (-32602).into()));
+        assert_eq!(
+            (a["id"].clone(), a["error"]["code"].clone()),
+            (5.into(), (-32602).into())
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use ptyjobs_engine::{JobInfo, KillOutcome};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, rfc3339};
+use super::{Status, WaitResult, rfc3339};
 
 /// `kill_job` upper bound on `grace_ms`.
 pub const MAX_GRACE_MS: u64 = 60_000;
@@ -38,6 +38,13 @@ pub struct ExecuteParams {
     /// A short label for the job, e.g. `"dev-server"`, shown in list_jobs.
     #[serde(default)]
     pub name: Option<String>,
+    /// Answer only when the job has ended, with its exit status and last lines (`outcome`):
+    /// for builds and tests, not for servers. A client with MCP tasks runs the whole job as
+    /// one cancellable task; others wait at most the server's cap (50 s) and get
+    /// `outcome.capped: true` if the job is still running (then call wait_for_job). Default
+    /// false: answer at once.
+    #[serde(default)]
+    pub wait: Option<bool>,
 }
 
 /// Result of execute_command.
@@ -49,6 +56,9 @@ pub struct ExecuteResult {
     pub pid: u32,
     /// `running` right after the start (a very short command may already be done).
     pub status: Status,
+    /// With `wait`: how the wait ended, the exit code or signal, and the last lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<WaitResult>,
 }
 
 impl From<JobInfo> for ExecuteResult {
@@ -57,7 +67,17 @@ impl From<JobInfo> for ExecuteResult {
             job_id: j.id.to_string(),
             pid: j.pid,
             status: j.status.into(),
+            outcome: None,
         }
+    }
+}
+
+impl ExecuteResult {
+    /// This result with the job's status and `outcome` after a wait.
+    pub fn with_outcome(mut self, outcome: WaitResult) -> Self {
+        self.status = outcome.status;
+        self.outcome = Some(outcome);
+        self
     }
 }
 

@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ptyjobs_engine::{JobId, JobSpec, KillOutcome, Signal};
+use ptyjobs_engine::{JobId, JobSpec, KillOutcome, Signal, WaitSpec};
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::service::RequestContext;
 use rmcp::{Json, Peer, RoleServer, tool, tool_router};
 
 use super::{job_id, seconds};
@@ -26,7 +27,7 @@ impl Server {
     async fn execute_command(
         &self,
         Parameters(p): Parameters<ExecuteParams>,
-        peer: Peer<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ExecuteResult>, ToolError> {
         let mut env = p.env.unwrap_or_default();
         if let Some(editor) = &self.editor {
@@ -46,8 +47,20 @@ impl Server {
         };
         let job = self.jobs.execute(spec)?;
         // The resource list changed (this job appeared, maybe an old one was forgotten).
-        tokio::spawn(async move { peer.notify_resource_list_changed().await });
-        Ok(Json(job.into()))
+        self.resource_list_changed(&context.peer);
+        let id = job.id;
+        let started = ExecuteResult::from(job);
+        if p.wait != Some(true) {
+            return Ok(Json(started));
+        }
+        // A client without tasks (those with tasks never get here, see server.rs): wait in
+        // the call, capped like wait_for_job.
+        let until_exit = WaitSpec::default();
+        let wait = self.jobs.wait_for(id, &until_exit, |_| {});
+        tokio::select! {
+            outcome = wait => Ok(Json(started.with_outcome(outcome?.into()))),
+            () = context.ct.cancelled() => Err(ToolError::invalid("the wait was cancelled; the job runs on")),
+        }
     }
 
     /// Get a job's status (running, completed, failed or killed), exit code, signal and timing.
@@ -114,7 +127,7 @@ impl Server {
     ) -> Result<Json<RemoveResult>, ToolError> {
         let id = job_id(&p.job_id)?;
         self.jobs.remove(id)?;
-        tokio::spawn(async move { peer.notify_resource_list_changed().await });
+        self.resource_list_changed(&peer);
         Ok(Json(RemoveResult {
             job_id: id.to_string(),
             removed: true,
