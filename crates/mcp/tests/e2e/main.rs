@@ -2,12 +2,15 @@
 
 mod bad_input;
 mod cursors;
+mod environment;
 mod keys;
 mod lifecycle;
 mod persist;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;
+mod protocol;
+mod schemas;
 mod tasks;
 mod terminal;
 mod tools;

@@ -165,3 +165,24 @@ async fn clients_without_tasks_get_plain_answers() {
         .expect_err("tasks need the capability");
     assert!(matches!(e, ServiceError::McpError(_)), "{e}");
 }
+
+#[tokio::test]
+async fn tasks_work_on_the_2026_protocol_too() {
+    let s = Server::start_as(
+        &[],
+        Dialect {
+            tasks: true,
+            protocol_2026: true,
+        },
+    )
+    .await;
+    let id = start_task(&s, json!({ "command": "echo done-2026", "wait": true })).await;
+    let done = result_of(finished(&s, &id).await);
+    assert_eq!(done["outcome"]["exit_code"], 0);
+    assert!(
+        done["outcome"]["tail"]
+            .as_str()
+            .expect("tail")
+            .contains("done-2026")
+    );
+}
