@@ -10,6 +10,7 @@ mod processes;
 #[path = "../common/procs.rs"]
 mod procs;
 mod protocol;
+mod raw;
 mod schemas;
 mod tasks;
 mod terminal;
