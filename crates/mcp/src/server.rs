@@ -228,10 +228,11 @@ impl ServerHandler for Server {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(resources::list(&self.jobs))
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        resources::list(&self.jobs, cursor)
     }
 
     async fn list_resource_templates(

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Status, WaitResult, rfc3339};
+use crate::budget;
 
 /// `kill_job` upper bound on `grace_ms`.
 pub const MAX_GRACE_MS: u64 = 60_000;
@@ -126,11 +127,11 @@ impl From<JobInfo> for StatusResult {
             exit_code: j.exit_code,
             signal: j.signal,
             pid: j.pid,
-            command: j.command,
+            command: budget::shorten(j.command, budget::STATUS_COMMAND_BYTES),
             started: rfc3339(j.started),
             finished: j.finished.map(rfc3339),
             duration_ms: j.duration_ms,
-            name: j.name,
+            name: j.name.map(|n| budget::shorten(n, budget::LIST_TEXT_BYTES)),
             reason: j.reason,
             cwd: j.cwd.display().to_string(),
             this_server: j.this_server,
@@ -145,7 +146,8 @@ pub struct JobSummary {
     pub job_id: String,
     /// running, completed, failed or killed.
     pub status: Status,
-    /// The command line as given.
+    /// The command line as given (a long one is cut after 512 bytes; get_job_status shows
+    /// more).
     pub command: String,
     /// When the job started (RFC 3339).
     pub started: String,
@@ -167,10 +169,10 @@ impl From<JobInfo> for JobSummary {
         Self {
             job_id: j.id.to_string(),
             status: j.status.into(),
-            command: j.command,
+            command: budget::shorten(j.command, budget::LIST_TEXT_BYTES),
             started: rfc3339(j.started),
             exit_code: j.exit_code,
-            name: j.name,
+            name: j.name.map(|n| budget::shorten(n, budget::LIST_TEXT_BYTES)),
             pid: j.pid,
             this_server: j.this_server,
         }
@@ -183,14 +185,28 @@ pub struct ListParams {
     /// Only jobs with this status, e.g. `"running"`. Default: every job.
     #[serde(default)]
     pub status: Option<Status>,
+    /// Continue a listing: the `next_cursor` of the previous answer.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Most bytes of jobs in one answer, 256-65536 (default and maximum 65536).
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
 }
 
 /// Result of list_jobs.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListResult {
-    /// Every known job, newest first: this server's, then those of earlier runs and of other
-    /// servers kept in the state directory, until retention prunes the oldest.
+    /// Known jobs, newest first: this server's, then those of earlier runs and of other
+    /// servers kept in the state directory, until retention prunes the oldest. One answer
+    /// holds at most 64 KiB of them; `next_cursor` continues.
     pub jobs: Vec<JobSummary>,
+    /// Jobs matching the filter, in this answer or not.
+    pub total_jobs: u64,
+    /// Jobs matching the filter not in this answer (before the cursor or after this page).
+    pub omitted_jobs: u64,
+    /// Pass as `cursor` to list the next jobs; absent when this answer reaches the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// A signal, by name or number.

@@ -9,6 +9,7 @@ use rmcp::service::RequestContext;
 use rmcp::{Json, Peer, RoleServer, tool, tool_router};
 
 use super::{job_id, seconds};
+use crate::budget;
 use crate::error::ToolError;
 use crate::params::*;
 use crate::server::Server;
@@ -73,18 +74,40 @@ impl Server {
     }
 
     /// List jobs with their status, name, command, start time and exit code, newest first.
-    /// `{"status": "running"}` lists only running jobs.
+    /// `{"status": "running"}` lists only running jobs. One answer holds at most 64 KiB of
+    /// jobs: pass its `next_cursor` as `cursor` for the next ones.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
-    async fn list_jobs(&self, Parameters(p): Parameters<ListParams>) -> Json<ListResult> {
-        Json(ListResult {
-            jobs: self
-                .jobs
-                .list()
-                .into_iter()
-                .filter(|j| p.status.is_none_or(|s| Status::from(j.status) == s))
-                .map(Into::into)
-                .collect(),
-        })
+    async fn list_jobs(
+        &self,
+        Parameters(p): Parameters<ListParams>,
+    ) -> Result<Json<ListResult>, ToolError> {
+        let jobs: Vec<_> = self
+            .jobs
+            .list()
+            .into_iter()
+            .filter(|j| p.status.is_none_or(|s| Status::from(j.status) == s))
+            .collect();
+        let start = match &p.cursor {
+            None => 0,
+            Some(c) => c.parse::<usize>().map_err(|_| {
+                ToolError::invalid(format!(
+                    "cursor {c:?} is not one list_jobs gave: pass an answer's next_cursor, \
+                     or leave cursor out to start from the newest job"
+                ))
+            })?,
+        };
+        let total = jobs.len();
+        let page = budget::page(
+            jobs.into_iter().skip(start).map(JobSummary::from),
+            budget::requested(p.max_bytes),
+        );
+        let end = start.saturating_add(page.len()).min(total);
+        Ok(Json(ListResult {
+            omitted_jobs: (total - page.len()) as u64,
+            total_jobs: total as u64,
+            next_cursor: (end < total).then(|| end.to_string()),
+            jobs: page,
+        }))
     }
 
     /// Stop a job and every process it started: `signal` (default TERM) to all of them, then

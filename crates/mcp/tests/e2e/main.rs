@@ -1,6 +1,7 @@
 //! End-to-end tests: the built `ptyjobs` binary driven by rmcp's own client over stdio.
 
 mod bad_input;
+mod budgets;
 mod cursors;
 mod environment;
 mod keys;
