@@ -29,10 +29,13 @@ MCP client. To add it to one:
   Claude Code:          claude mcp add ptyjobs -- npx -y ptyjobs
   Claude Desktop, Cursor and others (mcpServers in the client's JSON config):
     \"ptyjobs\": {\"command\": \"npx\", \"args\": [\"-y\", \"ptyjobs\"]}
+  VS Code (.vscode/mcp.json):
+    \"servers\": {\"ptyjobs\": {\"type\": \"stdio\", \"command\": \"npx\", \"args\": [\"-y\", \"ptyjobs\"]}}
   Codex (~/.codex/config.toml):
     [mcp_servers.ptyjobs]
     command = \"npx\"
     args = [\"-y\", \"ptyjobs\"]
+More clients (Gemini CLI, Windsurf, Zed) and an MCP bundle: see the README.
 Serving on this terminal anyway; press Ctrl-D or Ctrl-C to quit. See ptyjobs --help.";
 
 fn main() -> ExitCode {
