@@ -19,7 +19,8 @@ impl Server {
     /// Start a shell command as a background job under its own terminal and return its job_id
     /// at once. Use for builds, tests, servers, watchers: anything long-running or interactive.
     /// Then wait_for_job, e.g. `{"command": "npm run dev", "name": "dev"}` followed by
-    /// wait_for_job `{"job_id": ..., "port": 3000}`. Environment: the server's, plus
+    /// wait_for_job `{"job_id": ..., "port": 3000}`. For a build or a test run, `"wait": true`
+    /// answers once the job has ended, with its exit code and last lines. Environment: the server's, plus
     /// TERM=xterm-256color, COLORTERM=truecolor, PAGER=cat, GIT_PAGER=cat, and GIT_EDITOR,
     /// EDITOR, VISUAL set to a command that fails at once (no editor can be used in a
     /// background job: pass messages on the command line, e.g. `git commit -m "..."`); `env`
@@ -56,8 +57,13 @@ impl Server {
         }
         // A client without tasks (those with tasks never get here, see server.rs): wait in
         // the call, capped like wait_for_job.
-        let until_exit = WaitSpec::default();
-        let wait = self.jobs.wait_for(id, &until_exit, |_| {});
+        // "Until it exits": longer than any cap, so a capped wait says so (call wait_for_job).
+        let until_exit = WaitSpec {
+            timeout: Some(Duration::from_secs(365 * 86_400)),
+            ..WaitSpec::default()
+        };
+        let progress = super::progress(&context);
+        let wait = self.jobs.wait_for(id, &until_exit, |p| progress(p));
         tokio::select! {
             outcome = wait => Ok(Json(started.with_outcome(outcome?.into()))),
             () = context.ct.cancelled() => Err(ToolError::invalid("the wait was cancelled; the job runs on")),

@@ -186,3 +186,23 @@ async fn tasks_work_on_the_2026_protocol_too() {
             .contains("done-2026")
     );
 }
+
+#[tokio::test]
+async fn a_waiting_execute_without_tasks_is_capped_and_reports_progress() {
+    let s = Server::start(&["--max-wait-secs", "2.2"]).await;
+    let r = s
+        .ok(
+            "execute_command",
+            json!({ "command": "exec sleep 30", "wait": true }),
+        )
+        .await;
+    s.track(r["pid"].as_u64().expect("pid") as u32);
+    assert_eq!(r["status"], "running", "{r}");
+    assert_eq!(r["outcome"]["capped"], true, "{r}");
+    assert_eq!(r["outcome"]["reason"], "timeout", "{r}");
+    assert!(
+        s.heard.progress_count() >= 2,
+        "progress notifications during a 2.2 s wait: {}",
+        s.heard.progress_count()
+    );
+}
