@@ -63,7 +63,7 @@ impl Server {
             ..WaitSpec::default()
         };
         let progress = super::progress(&context);
-        let wait = self.jobs.wait_for(id, &until_exit, |p| progress(p));
+        let wait = self.jobs.wait_for(id, &until_exit, progress);
         tokio::select! {
             outcome = wait => Ok(Json(started.with_outcome(outcome?.into()))),
             () = context.ct.cancelled() => Err(ToolError::invalid("the wait was cancelled; the job runs on")),
