@@ -27,7 +27,8 @@ returns their output as clean text (no colour codes; progress bars at their fina
 Workflow: execute_command starts a job and returns its job_id at once. Then wait_for_job \
 blocks until something happens — the job exits, a line matches `pattern`, output goes quiet \
 for `idle_ms`, or a `port` accepts connections — and returns the reason and the last lines: \
-prefer it to polling. A capped wait (50 s at most per call) says so: call it again.
+prefer it to polling. A capped wait (50 s at most per call) says so: call it again. For a \
+build or a test run, execute_command with `\"wait\": true` answers once the job has ended.
 Read output with get_job_output (pass the previous next_offset as offset to get only new \
 lines; max_bytes bounds the answer), the last lines with tail_job_output, or matching lines \
 with search_job_output. For programs that ask questions (prompts, REPLs, watchers), answer \
