@@ -153,19 +153,25 @@ pub fn fit_rows(rows: Vec<String>, max_bytes: usize) -> FittedRows {
     let mut used = 0;
     for row in rows {
         let len = row.len() as u64;
-        let row = if cost(&row) > share {
-            out.cut_rows += 1;
+        let (row, cut) = if cost(&row) > share {
             // Leave room for the note and for escapes.
             let kept = budget::shorten(row, share.saturating_sub(48) / 6 * 5);
-            out.omitted_bytes += len.saturating_sub(kept.len() as u64);
-            kept
+            // The note at the end is not screen text.
+            let text = kept.rfind(" [... ").unwrap_or(kept.len());
+            let cut = len.saturating_sub(text as u64);
+            (kept, Some(cut))
         } else {
-            row
+            (row, None)
         };
         if used + cost(&row) > max_bytes {
+            // Left out whole: every byte of it counts.
             out.omitted_rows += 1;
-            out.omitted_bytes += row.len() as u64;
+            out.omitted_bytes += len;
             continue;
+        }
+        if let Some(cut) = cut {
+            out.cut_rows += 1;
+            out.omitted_bytes += cut;
         }
         used += cost(&row);
         out.rows.push(row);
@@ -200,4 +206,37 @@ pub struct ResizeResult {
     pub status: Status,
     /// What happened, in a sentence.
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_screens_are_sent_whole() {
+        let rows = vec!["a".to_owned(), String::new(), "b".to_owned()];
+        let f = fit_rows(rows.clone(), 1000);
+        assert_eq!((f.rows, f.cut_rows, f.omitted_rows), (rows, 0, 0));
+    }
+
+    #[test]
+    fn huge_screens_fit_and_count_what_they_left_out() {
+        let row = "e\u{301}\u{302}".repeat(1000);
+        let f = fit_rows(vec![row.clone(); 1000], 64 * 1024);
+        let sent: usize = f.rows.iter().map(|r| budget::json_len(r) + 1).sum();
+        assert!(sent <= 64 * 1024, "{sent}");
+        assert_eq!(f.rows.len() as u64 + f.omitted_rows, 1000);
+        assert_eq!(f.cut_rows as usize, f.rows.len(), "every row kept was cut");
+        assert!(f.omitted_rows > 0);
+        assert!(f.rows[0].starts_with("e\u{301}") && f.rows[0].ends_with("bytes cut]"));
+        let total = (row.len() * 1000) as u64;
+        let kept: u64 = f.rows.iter().map(|r| r.len() as u64).sum();
+        // What was left out plus what was sent (less the notes) is the whole screen.
+        let notes: u64 = f
+            .rows
+            .iter()
+            .map(|r| (r.len() - r.rfind(" [...").expect("note")) as u64)
+            .sum();
+        assert_eq!(f.omitted_bytes + kept - notes, total);
+    }
 }
