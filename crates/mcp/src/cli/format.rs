@@ -107,13 +107,15 @@ pub(crate) fn output_line(s: &str, tty: bool) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
-/// JSON text with every bidirectional formatting character written as a `\uXXXX` escape:
-/// the same JSON to a parser, but nothing that reorders a terminal's line. (serde_json already
-/// escapes control characters.) Only strings can hold them, so escaping is always valid.
+/// JSON text with every bidirectional formatting character and every control character
+/// serde_json leaves as is (DEL, the C1 controls such as U+009B, a CSI on some terminals)
+/// written as a `\uXXXX` escape: the same JSON to a parser, nothing that drives or reorders a
+/// terminal. Only strings can hold them (the layout's own newlines are kept), so escaping is
+/// always valid.
 pub(crate) fn json_safe(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
-        if is_bidi_control(c) {
+        if is_bidi_control(c) || (c.is_control() && c != '\n') {
             out.push_str(&format!("\\u{:04x}", u32::from(c)));
         } else {
             out.push(c);

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod cursors;
+mod disk_trust;
 mod keys;
 mod lifecycle;
 mod persist;
