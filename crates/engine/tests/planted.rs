@@ -23,23 +23,23 @@ struct Outside {
 impl Outside {
     fn new(root: &Path) -> Self {
         let dir = root.join("outside");
-        std::fs::create_dir(&dir).unwrap();
+        std::fs::create_dir(&dir).expect("mkdir outside");
         Self { dir }
     }
 
     /// Plants a link at `at` to a new outside file named `name`.
     fn plant(&self, at: &Path, name: &str) {
         let target = self.dir.join(name);
-        std::fs::write(&target, "precious").unwrap();
+        std::fs::write(&target, "precious").expect("write outside");
         let _ = std::fs::remove_file(at);
-        symlink(&target, at).unwrap();
+        symlink(&target, at).expect("plant a link");
     }
 
     /// Asserts that every outside file still holds exactly "precious".
     fn assert_untouched(&self) {
         let mut n = 0;
-        for entry in std::fs::read_dir(&self.dir).unwrap() {
-            let path = entry.unwrap().path();
+        for entry in std::fs::read_dir(&self.dir).expect("read outside") {
+            let path = entry.expect("entry").path();
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             assert_eq!(
                 text,
