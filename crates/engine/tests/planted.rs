@@ -203,7 +203,7 @@ async fn a_job_directory_replaced_by_a_link_is_neither_read_nor_removed_through(
 }
 
 fn chmod(path: &Path, mode: u32) {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
