@@ -173,6 +173,33 @@ impl JobManager {
             .await
     }
 
+    /// [`Self::status`] on the blocking pool (a stored job's record is read from disk).
+    ///
+    /// # Errors
+    /// As [`Self::status`].
+    pub async fn status_async(&self, id: JobId) -> Result<crate::job::JobInfo> {
+        let me = self.clone();
+        self.blocking(move || me.status(id)).await
+    }
+
+    /// [`Self::list`] on the blocking pool (the state directory's records are read from disk).
+    ///
+    /// # Errors
+    /// Only when the blocking task itself fails.
+    pub async fn list_async(&self) -> Result<Vec<crate::job::JobInfo>> {
+        let me = self.clone();
+        self.blocking(move || Ok(me.list())).await
+    }
+
+    /// [`Self::screen`] on the blocking pool.
+    ///
+    /// # Errors
+    /// As [`Self::screen`].
+    pub async fn screen_async(&self, id: JobId) -> Result<crate::terminal::ScreenSnapshot> {
+        let me = self.clone();
+        self.blocking(move || me.screen(id)).await
+    }
+
     /// Runs `f` on the runtime's blocking pool and waits for it.
     async fn blocking<T: Send + 'static>(
         &self,
