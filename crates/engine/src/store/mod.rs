@@ -25,7 +25,7 @@
 //! record whose owner is gone is shown as `killed` ("server stopped") and rewritten so by the
 //! next server that opens the directory.
 
-mod fs;
+pub(crate) mod fs;
 mod log;
 mod owner;
 mod read;
@@ -178,7 +178,7 @@ const KILL_REQUEST: &str = "kill-request";
 
 /// Largest `meta.json` or `screen.json` read: a record is a few KiB (a final screen of
 /// 1000×1000 wide characters stays below it); a larger file is refused, not loaded.
-pub const MAX_RECORD_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_RECORD_BYTES: u64 = 16 << 20;
 
 /// When `path` was last written (the name itself: a link is not followed).
 fn mtime(path: &Path) -> Option<DateTime<Utc>> {

@@ -151,6 +151,10 @@ async fn a_huge_limit_on_a_100_mb_log_reads_the_budget_not_the_log() {
             .ends_with(&big_line(BIG_LINES - 1))
     );
     let grown_mb = vm_kib(s.pid, "VmHWM:").saturating_sub(before) / 1024;
+    eprintln!(
+        "peak RSS grew by {grown_mb} MB over the huge reads (VmRSS now {} MB)",
+        vm_kib(s.pid, "VmRSS:") / 1024
+    );
     assert!(
         grown_mb < 50,
         "the server's peak memory grew by {grown_mb} MB"
