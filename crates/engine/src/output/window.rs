@@ -11,9 +11,6 @@
 
 use std::io;
 
-/// Room kept for the marker line (and the newlines around it) out of a budget.
-pub(crate) const MARKER_ROOM: usize = 160;
-
 /// Lines that can be read from either end within a byte budget. A line costs its text plus
 /// one byte (its separator).
 pub(crate) trait LineRun {
@@ -90,7 +87,9 @@ pub(crate) fn read_window(
             ..Window::default()
         });
     }
-    let half = (max_bytes.saturating_sub(MARKER_ROOM) / 2) as u64;
+    // Room for the marker line and its newlines: its longest form, whatever is left out.
+    let room = marker(count, joined, first_line.saturating_add(count)).len() + 2;
+    let half = (max_bytes.saturating_sub(room) / 2) as u64;
     let mut head = Vec::new();
     let mut room = half;
     for r in &mut runs {
