@@ -269,3 +269,59 @@ async fn a_state_directory_of_another_user_is_refused() {
         .to_string();
     assert!(e.contains("owned by uid 65534"), "{e}");
 }
+
+/// Sets the modification time of `path` itself (a link is not followed) to two hours ago.
+fn age(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let old = libc::timespec {
+        tv_sec: (now - 7200) as libc::time_t,
+        tv_nsec: 0,
+    };
+    let times = [old, old];
+    // SAFETY: a valid C path and two timespecs; utimensat only reads them.
+    let r = unsafe {
+        libc::utimensat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    assert_eq!(r, 0, "utimensat {}", path.display());
+}
+
+/// The sweep of forgotten spare directories removes an old one, never through a link: a link
+/// in place of a spare is left alone, one inside a spare is unlinked, their targets stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_of_old_spares_never_follows_a_link() {
+    let root = tempfile::tempdir().unwrap();
+    let state = root.path().join("state");
+    let outside = Outside::new(root.path());
+    let m = persisted(&state);
+    run(&m, "true").await;
+    let store = m.store().unwrap();
+    let jobs = state.join("jobs");
+    // A link named like a job, to a directory that looks like a spare (no record).
+    let target = root.path().join("target-dir");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("output.log"), "keep").unwrap();
+    let linked = jobs.join("0b0b0b0b-0000-4000-8000-000000000001");
+    symlink(&target, &linked).unwrap();
+    age(&linked);
+    // A real old spare holding a link to a file outside.
+    let spare = jobs.join("0b0b0b0b-0000-4000-8000-000000000002");
+    std::fs::create_dir(&spare).unwrap();
+    outside.plant(&spare.join("output.log"), "in-spare");
+    age(&spare);
+    store.maintain();
+    assert!(!spare.exists(), "the old spare is swept");
+    assert!(
+        target.join("output.log").is_file(),
+        "a link's target is left alone"
+    );
+    outside.assert_untouched();
+}
