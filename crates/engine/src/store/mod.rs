@@ -25,6 +25,7 @@
 //! record whose owner is gone is shown as `killed` ("server stopped") and rewritten so by the
 //! next server that opens the directory.
 
+mod disk_run;
 pub(crate) mod fs;
 mod log;
 mod owner;

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::ops::ControlFlow;
 
-use super::log::DiskRun;
+use super::disk_run::DiskRun;
 use super::{LOG, MAX_RECORD_BYTES, SCREEN, SavedScreen, Store, StoredJob};
 use crate::error::{Error, Result};
 use crate::job::JobId;
