@@ -4,6 +4,7 @@ mod bad_input;
 mod budgets;
 mod cursors;
 mod environment;
+mod disk_trust;
 mod keys;
 mod lifecycle;
 mod persist;
