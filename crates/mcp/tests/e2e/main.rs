@@ -1,7 +1,9 @@
 //! End-to-end tests: the built `ptyjobs` binary driven by rmcp's own client over stdio.
 
 mod bad_input;
+mod budgets;
 mod cursors;
+mod environment;
 mod disk_trust;
 mod keys;
 mod lifecycle;
@@ -9,6 +11,10 @@ mod persist;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;
+mod protocol;
+mod raw;
+mod schemas;
+mod tasks;
 mod terminal;
 mod tools;
 mod util;
