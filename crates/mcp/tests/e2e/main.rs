@@ -3,8 +3,8 @@
 mod bad_input;
 mod budgets;
 mod cursors;
-mod environment;
 mod disk_trust;
+mod environment;
 mod keys;
 mod lifecycle;
 mod persist;
