@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
+use crate::kill::{self, Leader, Target};
 use crate::pty::{self, ExitInfo};
 use crate::signal::{self, Signal};
 use crate::spawn::{self, SpawnSpec};
@@ -74,6 +75,8 @@ pub(crate) struct Job {
     pub(crate) command: String,
     pub(crate) cwd: PathBuf,
     pub(crate) pid: u32,
+    /// The job's shell as its parent knows it: what proves the identity of what is signalled.
+    pub(crate) leader: Arc<Leader>,
     pub(crate) started: DateTime<Utc>,
     pub(crate) started_at: Instant,
     pub(crate) state: Mutex<State>,
@@ -91,6 +94,8 @@ pub(crate) struct State {
     pub(crate) reason: Option<String>,
     /// Set when ptyjobs decided to end the job; the reason becomes the job's.
     pub(crate) kill_reason: Option<String>,
+    /// The job's end is being recorded: its final status is decided (a kill comes too late).
+    pub(crate) ending: bool,
     pub(crate) term: Terminal,
     pub(crate) size: (u16, u16),
     /// The PTY master for writes and resizes; `None` once the job is final.
@@ -106,7 +111,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Job {
     pub(crate) fn info(&self) -> JobInfo {
-        let s = lock(&self.state);
+        self.info_of(&lock(&self.state))
+    }
+
+    /// The snapshot of the job in state `s` (held by the caller).
+    fn info_of(&self, s: &State) -> JobInfo {
         let end = s.finished_at.unwrap_or_else(Instant::now);
         JobInfo {
             id: self.id,
@@ -156,9 +165,17 @@ struct JobSink {
     job: Arc<Job>,
     manager: Weak<Inner>,
     store: Option<Arc<Store>>,
+    /// Opened by `execute` once the job is in the table: nothing is read, and so nothing can
+    /// end the job, before the job is complete.
+    gate: std::sync::mpsc::Receiver<()>,
 }
 
 impl pty::Sink for JobSink {
+    fn start(&self) {
+        // Err: `execute` gave up on the job before opening the gate; it has killed the child.
+        let _ = self.gate.recv();
+    }
+
     fn data(&self, bytes: &[u8]) {
         {
             let mut s = lock(&self.job.state);
@@ -179,7 +196,7 @@ impl pty::Sink for JobSink {
         };
         let screen = {
             let s = lock(&self.job.state);
-            if s.record.is_none() || s.status.is_final() {
+            if s.record.is_none() || s.status.is_final() || s.ending {
                 return;
             }
             SavedScreen {
@@ -201,19 +218,9 @@ impl pty::Sink for JobSink {
     }
 }
 
-/// Makes a job final: the one place a job leaves `running`. With a store, the record on disk
-/// is final before this returns (so before anyone waiting for the job wakes up).
-fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
-    let mut s = lock(&job.state);
-    s.term.finish();
-    s.exit = Some(exit);
-    s.finished = Some(Utc::now());
-    s.finished_at = Some(Instant::now());
-    s.master = None;
-    if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
-        s.kill_reason = Some("killed by ptyjobs kill".into());
-    }
-    (s.status, s.reason) = match (s.kill_reason.take(), exit) {
+/// The status and reason a job ends with.
+fn verdict(kill_reason: Option<String>, exit: ExitInfo) -> (JobStatus, Option<String>) {
+    match (kill_reason, exit) {
         (Some(reason), _) => (JobStatus::Killed, Some(reason)),
         (None, ExitInfo::Code(0)) => (JobStatus::Completed, None),
         (None, ExitInfo::Code(c)) => (JobStatus::Failed, Some(format!("exited with code {c}"))),
@@ -221,31 +228,70 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
             JobStatus::Failed,
             Some(format!("killed by {}", signal::signal_name(n))),
         ),
+    }
+}
+
+/// Makes a job final: the one place a job leaves `running`.
+///
+/// Durable first: with a store, the final record is on disk before the final status is
+/// visible in memory, so a status a client has seen survives a crash at any moment. Every
+/// write to the job's directory happens before that too, so once a job reads final nothing
+/// writes there any more (a `remove` then cannot be undone by a late write).
+fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
+    let finished = Utc::now();
+    let finished_at = Instant::now();
+    let (status, reason, record) = {
+        let mut s = lock(&job.state);
+        s.ending = true;
+        s.term.finish();
+        if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
+            s.kill_reason = Some("killed by ptyjobs kill".into());
+        }
+        let (status, reason) = verdict(s.kill_reason.take(), exit);
+        let record = match (store, s.record.is_some()) {
+            (Some(_), true) => {
+                let mut info = job.info_of(&s);
+                info.status = status;
+                info.reason = reason.clone();
+                (info.exit_code, info.signal) = match exit {
+                    ExitInfo::Code(c) => (Some(c), None),
+                    ExitInfo::Signal(n) => (None, Some(signal::signal_name(n))),
+                };
+                info.finished = Some(finished);
+                info.duration_ms =
+                    u64::try_from(finished_at.duration_since(job.started_at).as_millis())
+                        .unwrap_or(u64::MAX);
+                // A finished job keeps no file open: hundreds of finished jobs stay listed.
+                let truncated = s.term.log_mut().map(|log| {
+                    log.close();
+                    log.truncated()
+                });
+                let screen = s.term.screen();
+                s.record.as_mut().map(|record| {
+                    record.update(&info);
+                    record.log_truncated = truncated.unwrap_or(false);
+                    record.screen = Some(screen);
+                    record.clone()
+                })
+            }
+            _ => None,
+        };
+        (status, reason, record)
     };
-    let Some(store) = store else {
-        return;
-    };
-    // A finished job keeps no file open: hundreds of finished jobs stay listed.
-    let truncated = s.term.log_mut().map(|log| {
-        log.close();
-        log.truncated()
-    });
-    let screen = s.term.screen();
-    drop(s);
-    let info = job.info();
-    let mut s = lock(&job.state);
-    if let Some(record) = s.record.as_mut() {
-        record.update(&info);
-        record.log_truncated = truncated.unwrap_or(false);
-        record.screen = Some(screen);
-        let record = record.clone();
-        drop(s);
+    if let (Some(store), Some(record)) = (store, record) {
         if let Err(e) = store.write_record(&record) {
             tracing::warn!("cannot save the final record of job {}: {e}", job.id);
         }
         // Every line is in the log now; the saved screen lines would repeat them.
         store.write_screen(job.id, None);
     }
+    let mut s = lock(&job.state);
+    s.exit = Some(exit);
+    s.finished = Some(finished);
+    s.finished_at = Some(finished_at);
+    s.master = None;
+    s.status = status;
+    s.reason = reason;
 }
 
 /// A job found by id: one this manager runs or ran, or one known only from the state directory.
@@ -374,79 +420,48 @@ impl JobManager {
 
     /// Starts `spec.command` under a new PTY and returns at once.
     ///
+    /// All or nothing: validate → reserve a running slot → spawn → start the reader → record →
+    /// insert into the table. A failure after the spawn kills and reaps the child and releases
+    /// the slot, so nothing of a failed start remains.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an empty command, a bad size or a `cwd` that is not a
     /// directory; [`Error::LimitReached`] when `max_running` jobs run or no PTY is left;
     /// [`Error::Spawn`] when the shell cannot be started.
     pub fn execute(&self, spec: JobSpec) -> Result<JobInfo> {
         let inner = &self.inner;
-        let cfg = &inner.config;
-        if spec.command.trim().is_empty() {
-            return Err(Error::InvalidArgument(
-                "command is empty: give a shell command".into(),
-            ));
-        }
-        if spec.command.contains('\0') {
-            return Err(Error::InvalidArgument("command contains a NUL byte".into()));
-        }
-        for (k, v) in &spec.env {
-            if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
-                return Err(Error::InvalidArgument(format!(
-                    "invalid environment variable {k:?}"
-                )));
-            }
-        }
-        let cols = check_size("cols", spec.cols.unwrap_or(cfg.cols))?;
-        let rows = check_size("rows", spec.rows.unwrap_or(cfg.rows))?;
-        let cwd = match &spec.cwd {
-            Some(dir) => {
-                if !dir.is_dir() {
-                    return Err(Error::InvalidArgument(format!(
-                        "cwd {} does not exist or is not a directory",
-                        dir.display()
-                    )));
-                }
-                dir.clone()
-            }
-            None => std::env::current_dir()?,
-        };
-        {
-            let mut t = lock(&inner.table);
-            if t.running >= cfg.max_running {
-                return Err(Error::LimitReached(format!(
-                    "{} jobs are running (the maximum); kill or wait for one first",
-                    t.running
-                )));
-            }
-            t.running += 1; // reserve the slot; released below if the spawn fails
-        }
+        let (cols, rows, cwd) = validate(&inner.config, &spec)?;
+        let slot = Slot::reserve(inner)?;
+        let spare = inner.store.as_ref().and_then(|st| st.take_spare());
+        let id = spare.as_ref().map_or_else(JobId::new, |spare| spare.id);
         let spawn_spec = SpawnSpec {
-            shell: cfg.shell.clone(),
+            shell: inner.config.shell.clone(),
             command: spec.command.clone(),
             cwd: cwd.clone(),
             env: spec.env.clone(),
             cols,
             rows,
+            job_id: id,
         };
         let spawned = match spawn::spawn(&spawn_spec) {
             Ok(s) => s,
             Err(e) => {
-                let mut t = lock(&inner.table);
-                t.running = t.running.saturating_sub(1);
+                if let (Some(store), Some(spare)) = (&inner.store, spare) {
+                    store.put_back_spare(spare);
+                }
                 return Err(e);
             }
         };
-        let master = Arc::new(spawned.master);
-        let reader_fd = master.try_clone()?;
-        let spare = inner.store.as_ref().and_then(|st| st.take_spare());
+        let child = ChildGuard::new(id, spawned.pid);
         let (events, _) = watch::channel(JobEvent::default());
         let (done, _) = watch::channel(false);
         let job = Arc::new(Job {
-            id: spare.as_ref().map_or_else(JobId::new, |spare| spare.id),
+            id,
             name: spec.name.clone(),
             command: spec.command.clone(),
             cwd,
             pid: spawned.pid,
+            leader: child.leader.clone(),
             started: Utc::now(),
             started_at: Instant::now(),
             state: Mutex::new(State {
@@ -456,59 +471,192 @@ impl JobManager {
                 finished_at: None,
                 reason: None,
                 kill_reason: None,
-                term: Terminal::new(cols, rows, cfg.transcript_bytes, cfg.max_line_bytes),
+                ending: false,
+                term: Terminal::new(
+                    cols,
+                    rows,
+                    inner.config.transcript_bytes,
+                    inner.config.max_line_bytes,
+                ),
                 size: (cols, rows),
-                master: Some(master),
+                master: Some(Arc::new(spawned.master)),
                 record: None,
             }),
             events,
             done,
         });
-        if let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?)))
-        {
-            let record = JobRecord::new(
-                &job.info(),
-                spec.env.keys().cloned().collect(),
-                server.clone(),
-            );
-            match store.begin(&record, spare) {
-                Ok(log) => {
-                    let mut s = lock(&job.state);
-                    s.term.set_log(log);
-                    s.record = Some(record);
-                }
-                Err(e) => tracing::warn!("job {} is kept in memory only: {e}", job.id),
-            }
-            // The next job's directory, made while nobody waits for it.
-            let store = Arc::clone(store);
-            inner.runtime.spawn_blocking(move || store.prepare_spare());
-        }
+        let (open_gate, gate) = std::sync::mpsc::sync_channel(1);
+        let sink = JobSink {
+            job: job.clone(),
+            manager: Arc::downgrade(inner),
+            store: inner.store.clone(),
+            gate,
+        };
+        pty::start_reader(
+            job.leader.clone(),
+            id,
+            spawned.reader,
+            inner.config.drain_timeout,
+            sink,
+        )?;
+        // From here on nothing fails: the reader owns the child (it reaps it), and the job
+        // owns its slot (released when it ends).
+        child.disarm();
+        slot.disarm();
+        self.record_start(&job, &spec, spare);
         {
             let mut t = lock(&inner.table);
             t.jobs.insert(job.id, job.clone());
             t.order.push(job.id);
         }
-        let sink = JobSink {
-            job: job.clone(),
-            manager: Arc::downgrade(inner),
-            store: inner.store.clone(),
-        };
-        if let Err(e) = pty::start_reader(job.pid, reader_fd, cfg.drain_timeout, sink) {
-            signal::kill_jobs(&[job.pid], libc::SIGKILL);
-            return Err(e);
-        }
+        let _ = open_gate.send(());
         if let Some(timeout) = spec.timeout {
             let weak = Arc::downgrade(inner);
-            let id = job.id;
             inner.runtime.spawn(async move {
                 tokio::time::sleep(timeout).await;
                 if let Some(inner) = weak.upgrade() {
-                    let grace = inner.config.kill_grace;
+                    let grace = inner.config.grace(None);
                     inner.kill(id, Signal::TERM, grace, "timeout").await;
                 }
             });
         }
         Ok(job.info())
+    }
+
+    /// Writes the first record of a job just started (with a store); a job whose record cannot
+    /// be written is kept in memory only.
+    fn record_start(&self, job: &Job, spec: &JobSpec, spare: Option<crate::store::Spare>) {
+        let inner = &self.inner;
+        let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?)))
+        else {
+            return;
+        };
+        let record = JobRecord::new(
+            &job.info(),
+            spec.env.keys().cloned().collect(),
+            server.clone(),
+        );
+        match store.begin(&record, spare) {
+            Ok(log) => {
+                let mut s = lock(&job.state);
+                s.term.set_log(log);
+                s.record = Some(record);
+            }
+            Err(e) => tracing::warn!("job {} is kept in memory only: {e}", job.id),
+        }
+        // The next job's directory, made while nobody waits for it.
+        let store = Arc::clone(store);
+        inner.runtime.spawn_blocking(move || store.prepare_spare());
+    }
+}
+
+/// Checks a spec before anything is started: the command, the environment, the size and the
+/// working directory. Returns the size and directory to use.
+fn validate(cfg: &EngineConfig, spec: &JobSpec) -> Result<(u16, u16, PathBuf)> {
+    if spec.command.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "command is empty: give a shell command".into(),
+        ));
+    }
+    if spec.command.contains('\0') {
+        return Err(Error::InvalidArgument("command contains a NUL byte".into()));
+    }
+    for (k, v) in &spec.env {
+        if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
+            return Err(Error::InvalidArgument(format!(
+                "invalid environment variable {k:?}"
+            )));
+        }
+    }
+    let cols = check_size("cols", spec.cols.unwrap_or(cfg.cols))?;
+    let rows = check_size("rows", spec.rows.unwrap_or(cfg.rows))?;
+    let cwd = match &spec.cwd {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::InvalidArgument(format!(
+                    "cwd {} does not exist or is not a directory",
+                    dir.display()
+                )));
+            }
+            dir.clone()
+        }
+        None => std::env::current_dir()?,
+    };
+    Ok((cols, rows, cwd))
+}
+
+/// A reserved running slot; released when dropped unless a started job took it over.
+struct Slot<'a> {
+    inner: &'a Inner,
+    held: bool,
+}
+
+impl<'a> Slot<'a> {
+    fn reserve(inner: &'a Inner) -> Result<Self> {
+        let mut t = lock(&inner.table);
+        if t.running >= inner.config.max_running {
+            return Err(Error::LimitReached(format!(
+                "{} jobs are running (the maximum); kill or wait for one first",
+                t.running
+            )));
+        }
+        t.running += 1;
+        Ok(Self { inner, held: true })
+    }
+
+    /// The job now holds the slot; its end releases it.
+    fn disarm(mut self) {
+        self.held = false;
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            let mut t = lock(&self.inner.table);
+            t.running = t.running.saturating_sub(1);
+        }
+    }
+}
+
+/// A child just spawned whose reader has not taken it over: killed (through the kill path:
+/// it is our unreaped child) and reaped when dropped, so a failed start leaves no process
+/// and no zombie.
+struct ChildGuard {
+    id: JobId,
+    leader: Arc<Leader>,
+    armed: bool,
+}
+
+impl ChildGuard {
+    fn new(id: JobId, pid: u32) -> Self {
+        Self {
+            id,
+            leader: Arc::new(Leader::new(pid)),
+            armed: true,
+        }
+    }
+
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        kill::signal_now(&[Target::own(self.id, &self.leader)], libc::SIGKILL);
+        let pid = nix::unistd::Pid::from_raw(libc::pid_t::try_from(self.leader.pid).unwrap_or(0));
+        self.leader.reap(|| {
+            loop {
+                match nix::sys::wait::waitpid(pid, None) {
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    _ => break Some(()),
+                }
+            }
+        });
     }
 }
 

@@ -17,18 +17,21 @@ async fn kill_takes_down_the_whole_process_group() {
         .await
     );
     assert_eq!(
-        m.kill(job.id, Signal::TERM, None).await.unwrap(),
+        m.kill(job.id, Signal::TERM, None).await.unwrap().outcome,
         KillOutcome::Killed
     );
     assert_eq!(session_processes(job.pid), Vec::<u32>::new());
     let info = m.status(job.id).unwrap();
     assert_eq!(info.status, JobStatus::Killed);
     assert_eq!(
-        m.kill(job.id, Signal::TERM, None).await.unwrap(),
+        m.kill(job.id, Signal::TERM, None).await.unwrap().outcome,
         KillOutcome::AlreadyTerminated
     );
     assert_eq!(
-        m.kill(JobId::new(), Signal::TERM, None).await.unwrap(),
+        m.kill(JobId::new(), Signal::TERM, None)
+            .await
+            .unwrap()
+            .outcome,
         KillOutcome::NotFound
     );
 }
@@ -45,7 +48,7 @@ async fn a_job_that_ignores_sigterm_is_killed_after_the_grace_period() {
         .kill(job.id, Signal::TERM, Some(Duration::from_millis(300)))
         .await
         .unwrap();
-    assert_eq!(outcome, KillOutcome::Killed);
+    assert_eq!(outcome.outcome, KillOutcome::Killed);
     assert!(
         t.elapsed() >= Duration::from_millis(300),
         "escalated too early"
@@ -72,7 +75,7 @@ async fn processes_that_made_their_own_group_in_the_session_are_killed_too() {
         .await
     );
     assert_eq!(
-        m.kill(job.id, Signal::TERM, None).await.unwrap(),
+        m.kill(job.id, Signal::TERM, None).await.unwrap().outcome,
         KillOutcome::Killed
     );
     assert_eq!(session_processes(job.pid), Vec::<u32>::new());
@@ -97,7 +100,7 @@ async fn other_calls_are_not_blocked_while_a_kill_waits() {
     assert_eq!(m.status(job.id).unwrap().status, JobStatus::Running);
     m.list();
     assert!(t.elapsed() < Duration::from_millis(500));
-    assert_eq!(killer.await.unwrap().unwrap(), KillOutcome::Killed);
+    assert_eq!(killer.await.unwrap().unwrap().outcome, KillOutcome::Killed);
 }
 
 #[tokio::test]

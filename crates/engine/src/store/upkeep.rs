@@ -7,6 +7,7 @@ use chrono::Utc;
 use super::{LOG, META, PruneReport, Store, dir_size, private_dir, private_file, temp_path};
 use crate::error::{Error, Result};
 use crate::job::JobId;
+use crate::kill::{self, Target};
 
 /// A job directory made ahead of time, holding an empty log and the empty temp file its first
 /// record will be written to (then renamed into place). Only files are made ahead, none is
@@ -21,10 +22,51 @@ impl Store {
     /// record takes over those of gone servers (`running` ones become `killed`, "server
     /// stopped"), the retention limits apply, forgotten spares go, and a spare is made ready.
     pub fn maintain(&self) -> PruneReport {
+        self.take_over();
         let report = self.prune();
         self.sweep_spares();
         self.prepare_spare();
         report
+    }
+
+    /// Takes over the `running` records of servers that are gone (a server only; a reader
+    /// never does): whatever is left of those jobs is ended through the one kill path —
+    /// SIGKILL, to processes proven to be the job's only (see [`crate::kill`]) — and each
+    /// record is rewritten as `killed` ("server stopped"). The hang-up of their terminal ended
+    /// nearly all of them with their server; this ends the ones that ignored it.
+    pub(crate) fn take_over(&self) {
+        if self.server.is_none() {
+            return;
+        }
+        let orphans: Vec<_> = self
+            .records_uncached()
+            .into_iter()
+            .filter(|j| j.orphaned)
+            .collect();
+        if orphans.is_empty() {
+            return;
+        }
+        let targets: Vec<Target> = orphans
+            .iter()
+            .map(|j| Target::recorded(j.record.id, j.record.process))
+            .collect();
+        kill::end(&targets, libc::SIGKILL, Duration::ZERO);
+        for job in &orphans {
+            if let Err(e) = self.write_record(&job.record) {
+                tracing::warn!("cannot update the record of job {}: {e}", job.record.id);
+            }
+        }
+    }
+
+    /// Gives back a spare taken for a job that did not start.
+    pub(crate) fn put_back_spare(&self, spare: Spare) {
+        let mut slot = crate::manager::lock(&self.spare);
+        if slot.is_none() {
+            *slot = Some(spare);
+        } else {
+            drop(slot);
+            let _ = std::fs::remove_dir_all(self.job_dir(spare.id));
+        }
     }
 
     /// Takes the job directory made ahead of time, if there is one: its id becomes the new

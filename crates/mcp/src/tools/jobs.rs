@@ -83,9 +83,8 @@ impl Server {
             Some(SignalArg::Name(name)) => name.parse::<Signal>()?,
             Some(SignalArg::Number(n)) => n.to_string().parse::<Signal>()?,
         };
-        let grace = p
-            .grace_ms
-            .map(|ms| Duration::from_millis(ms.min(MAX_GRACE_MS)));
+        // Capped by the engine (EngineConfig::max_kill_grace), the one cap.
+        let grace = p.grace_ms.map(Duration::from_millis);
         Ok(Json(self.jobs.kill(id, signal, grace).await?.into()))
     }
 
