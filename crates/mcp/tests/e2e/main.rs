@@ -8,6 +8,7 @@ mod persist;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;
+mod takeover;
 mod terminal;
 mod tools;
 mod util;

@@ -413,3 +413,68 @@ async fn an_unusable_state_dir_leaves_the_jobs_in_memory_with_a_warning() {
     .await;
     assert!(log.contains("a-file"), "{log}");
 }
+
+#[tokio::test]
+async fn a_final_status_once_answered_survives_a_crash_right_after() {
+    let state = tempfile::tempdir().expect("temp dir");
+    for round in 0..20 {
+        let mut a = Server::start_in(state.path(), &[]).await;
+        let (id, _) = a.exec("exit 3").await;
+        // Ask as fast as possible, so the first final answer is seen as early as it can be.
+        let deadline = std::time::Instant::now() + DEADLINE;
+        let seen = loop {
+            let st = a.status(&id).await;
+            if st["status"] != "running" {
+                break st;
+            }
+            assert!(std::time::Instant::now() < deadline, "job {id} never ended");
+        };
+        a.crash().await;
+        assert_eq!(
+            (&seen["status"], &seen["exit_code"]),
+            (&json!("failed"), &json!(3))
+        );
+        let b = Server::start_in(state.path(), &[]).await;
+        let after = b.status(&id).await;
+        assert_eq!(
+            (&after["status"], &after["exit_code"], &after["reason"]),
+            (&seen["status"], &seen["exit_code"], &seen["reason"]),
+            "round {round}: answered {seen}, after the crash {after}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn remove_job_racing_the_jobs_end_never_resurrects_its_record() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let s = Server::start_in(state.path(), &[]).await;
+    for round in 0..15 {
+        let (id, _) = s.exec("echo bye").await;
+        // Remove it the moment it is allowed: right as the job ends.
+        let deadline = std::time::Instant::now() + DEADLINE;
+        loop {
+            let r = s
+                .call_raw("remove_job", json!({ "job_id": id }))
+                .await
+                .expect("remove_job answers");
+            let text = crate::util::text(&r);
+            if r.is_error != Some(true) {
+                break;
+            }
+            assert!(text.contains("still running"), "round {round}: {text}");
+            assert!(std::time::Instant::now() < deadline, "job {id} never ended");
+        }
+        // Another job start to end: whatever the first one's end still had to do is done.
+        let (other, _) = s.exec("true").await;
+        s.wait_done(&other).await;
+        assert!(
+            !job_dir(state.path(), &id).exists(),
+            "round {round}: the removed job's directory came back: {:?}",
+            walk(&job_dir(state.path(), &id))
+        );
+        let e = s
+            .tool_error("get_job_status", json!({ "job_id": id }))
+            .await;
+        assert!(e.contains("no job"), "round {round}: {e}");
+    }
+}
