@@ -97,8 +97,12 @@ async fn taking_over_a_dead_servers_records_signals_only_proven_processes() {
     let state = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir_all(state.path().join("jobs")).expect("jobs dir");
     let e_id = "0e0e0e0e-0000-4000-8000-00000000000e";
+    // Its own process group: were the server to signal its own group (a record with pid 0),
+    // it must not reach this test.
+    use std::os::unix::process::CommandExt;
     let ns = Namespace(
         Command::new("unshare")
+            .process_group(0)
             .args([
                 "--pid",
                 "--fork",
