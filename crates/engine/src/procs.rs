@@ -107,7 +107,10 @@ mod linux {
 
     static LAST: Mutex<Option<Last>> = Mutex::new(None);
     /// Job markers already read, by (pid, start time): an environment is read once per process.
-    static MARKERS: Mutex<Option<HashMap<(u32, u64), Option<JobId>>>> = Mutex::new(None);
+    static MARKERS: Mutex<Option<Markers>> = Mutex::new(None);
+
+    /// Job markers by (pid, start time).
+    type Markers = HashMap<(u32, u64), Option<JobId>>;
 
     pub(super) fn since(since: Instant) -> Arc<Vec<Proc>> {
         // Held during a scan: whoever waits for it reuses its result if it is recent enough.

@@ -14,6 +14,28 @@ use crate::store::{Store, StoredJob};
 use crate::terminal::ScreenSnapshot;
 
 impl JobManager {
+    /// Runs `f` with this manager on a blocking thread and returns its result. For calls from
+    /// async code that may read the state directory or `/proc` (a stored job's status or
+    /// output, a search over a disk log, the list of every record): a slow read then never
+    /// holds up the runtime's workers, and so never delays another call.
+    ///
+    /// # Errors
+    /// Whatever `f` returns; [`Error::Io`] if the runtime is shutting down.
+    pub async fn off_runtime<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&JobManager) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let m = self.clone();
+        match tokio::task::spawn_blocking(move || f(&m)).await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(Error::Io(std::io::Error::other(
+                "the runtime is shutting down",
+            ))),
+        }
+    }
+
     /// A snapshot of one job (from the state directory when not in memory).
     ///
     /// # Errors
@@ -150,7 +172,7 @@ impl JobManager {
             Found::Stored(_) => {
                 let deadline = timeout.map(|t| Instant::now() + t);
                 loop {
-                    let info = self.status(id)?;
+                    let info = self.off_runtime(move |m| m.status(id)).await?;
                     if info.status.is_final() || deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(info);
                     }

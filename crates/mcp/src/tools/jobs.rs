@@ -45,7 +45,10 @@ impl Server {
         &self,
         Parameters(p): Parameters<JobIdParams>,
     ) -> Result<Json<StatusResult>, ToolError> {
-        Ok(Json(self.jobs.status(job_id(&p.job_id)?)?.into()))
+        let id = job_id(&p.job_id)?;
+        Ok(Json(
+            self.jobs.off_runtime(move |m| m.status(id)).await?.into(),
+        ))
     }
 
     /// List jobs with their status, name, command, start time and exit code, newest first.
@@ -53,9 +56,8 @@ impl Server {
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn list_jobs(&self, Parameters(p): Parameters<ListParams>) -> Json<ListResult> {
         Json(ListResult {
-            jobs: self
-                .jobs
-                .list()
+            jobs: (self.jobs.off_runtime(|m| Ok(m.list())).await)
+                .unwrap_or_default()
                 .into_iter()
                 .filter(|j| p.status.is_none_or(|s| Status::from(j.status) == s))
                 .map(Into::into)
@@ -101,7 +103,7 @@ impl Server {
         peer: Peer<RoleServer>,
     ) -> Result<Json<RemoveResult>, ToolError> {
         let id = job_id(&p.job_id)?;
-        self.jobs.remove(id)?;
+        self.jobs.off_runtime(move |m| m.remove(id)).await?;
         tokio::spawn(async move { peer.notify_resource_list_changed().await });
         Ok(Json(RemoveResult {
             job_id: id.to_string(),

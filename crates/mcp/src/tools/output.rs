@@ -23,7 +23,10 @@ impl Server {
     ) -> Result<Json<OutputResult>, ToolError> {
         let id = job_id(&p.job_id)?;
         let limit = count("limit", p.limit, DEFAULT_OUTPUT_LIMIT, 1, usize::MAX)?;
-        let slice = self.jobs.output(id, p.offset, Some(limit))?;
+        let offset = p.offset;
+        let slice = (self.jobs)
+            .off_runtime(move |m| m.output(id, offset, Some(limit)))
+            .await?;
         Ok(Json(OutputResult::new(
             slice,
             budget::requested(p.max_bytes),
@@ -40,7 +43,7 @@ impl Server {
     ) -> Result<Json<TailResult>, ToolError> {
         let id = job_id(&p.job_id)?;
         let lines = count("lines", p.lines, DEFAULT_TAIL_LINES, 1, MAX_TAIL_LINES)?;
-        let slice = self.jobs.tail(id, lines)?;
+        let slice = self.jobs.off_runtime(move |m| m.tail(id, lines)).await?;
         Ok(Json(TailResult::new(slice, budget::requested(p.max_bytes))))
     }
 
@@ -62,6 +65,9 @@ impl Server {
             MAX_MATCHES,
         )?;
         let re = compile_pattern(&p.pattern)?;
-        Ok(Json(self.jobs.search(id, &re, context, max)?.into()))
+        let found = (self.jobs)
+            .off_runtime(move |m| m.search(id, &re, context, max))
+            .await?;
+        Ok(Json(found.into()))
     }
 }
