@@ -327,7 +327,8 @@ impl Inner {
             };
             {
                 let mut s = lock(&job.state);
-                if s.status.is_final() {
+                // `ending`: its end is being recorded with the status it ended with.
+                if s.status.is_final() || s.ending {
                     reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
                     continue;
                 }
@@ -377,7 +378,7 @@ impl Drop for Inner {
             .values()
             .filter(|j| {
                 let mut s = lock(&j.state);
-                let running = !s.status.is_final();
+                let running = !s.status.is_final() && !s.ending;
                 if running {
                     s.kill_reason
                         .get_or_insert_with(|| "manager dropped".to_owned());
@@ -436,5 +437,81 @@ impl JobManager {
         self.inner
             .kill_many(&running, Signal::TERM, grace, "shutdown")
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(pid: u32, sid: u32, start: u64, marker: Option<JobId>) -> Proc {
+        Proc {
+            pid,
+            sid,
+            start,
+            marker,
+        }
+    }
+
+    fn recorded(id: JobId, pid: u32, start: Option<u64>) -> Target {
+        Target::recorded(
+            id,
+            ProcessRef {
+                pid,
+                start_ticks: start,
+            },
+        )
+    }
+
+    #[test]
+    fn a_live_leader_with_its_start_time_proves_the_members_of_its_session_started_after_it() {
+        let id = JobId::new();
+        let t = recorded(id, 100, Some(50));
+        let procs = [
+            p(100, 100, 50, None),
+            p(101, 100, 60, None),
+            // In the session but older than the job: not the job's.
+            p(102, 100, 40, None),
+            p(103, 7, 60, None),
+        ];
+        assert_eq!(live(&t, &procs), [100, 101]);
+    }
+
+    #[test]
+    fn a_session_whose_recorded_leader_is_gone_or_reused_proves_nothing() {
+        let id = JobId::new();
+        let t = recorded(id, 100, Some(50));
+        // The leader exited, leaving a process in its session (a double-forked daemon).
+        assert_eq!(live(&t, &[p(101, 100, 60, None)]), Vec::<u32>::new());
+        // The pid now belongs to another program, started later.
+        let reused = [p(100, 100, 70, None), p(101, 100, 80, None)];
+        assert_eq!(live(&t, &reused), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn pid_0_1_and_a_missing_start_time_prove_nothing_but_the_jobs_marker_does() {
+        let id = JobId::new();
+        let procs = [
+            p(0, 0, 60, None),
+            p(1, 1, 60, None),
+            p(300, 300, 60, None),
+            p(301, 301, 60, Some(JobId::new())),
+        ];
+        for t in [
+            recorded(id, 0, None),
+            recorded(id, 1, Some(1)),
+            recorded(id, 300, None),
+        ] {
+            assert_eq!(live(&t, &procs), Vec::<u32>::new(), "{t:?}");
+        }
+        // A process carrying the job's id, in any session, started after the job.
+        let escaped = [p(200, 200, 60, Some(id))];
+        assert_eq!(live(&recorded(id, 1, None), &escaped), [200]);
+        assert_eq!(live(&recorded(id, 9, Some(50)), &escaped), [200]);
+        // ... but not one that started before it.
+        assert_eq!(
+            live(&recorded(id, 9, Some(70)), &escaped),
+            Vec::<u32>::new()
+        );
     }
 }

@@ -61,6 +61,7 @@ pub(crate) fn start_of(pid: u32) -> Option<(u64, bool)> {
 }
 
 /// The fields of a `/proc/<pid>/stat` line the kill path needs.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Stat {
     pub state: char,
@@ -71,6 +72,7 @@ pub(crate) struct Stat {
 
 /// Parses a `/proc/<pid>/stat` line. The command name (field 2) may contain spaces and
 /// parentheses, so fields are counted after its last `)`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn parse_stat(stat: &str) -> Option<Stat> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
@@ -84,6 +86,7 @@ pub(crate) fn parse_stat(stat: &str) -> Option<Stat> {
 }
 
 /// The job id in a NUL-separated environment block, if it has `PTYJOBS_JOB_ID=<uuid>`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn marker_in(environ: &[u8]) -> Option<JobId> {
     let key = JOB_ID_ENV.as_bytes();
     environ
