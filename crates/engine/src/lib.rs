@@ -35,6 +35,7 @@ mod reads;
 mod search;
 mod signal;
 mod spawn;
+mod start;
 mod store;
 mod terminal;
 mod wait;
