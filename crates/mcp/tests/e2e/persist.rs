@@ -488,3 +488,48 @@ async fn remove_job_racing_the_jobs_end_never_resurrects_its_record() {
         assert!(e.contains("no job"), "round {round}: {e}");
     }
 }
+
+#[tokio::test]
+async fn searches_over_disk_logs_do_not_delay_other_calls() {
+    use std::time::{Duration, Instant};
+    let state = tempfile::tempdir().expect("temp dir");
+    let mut a = Server::start_in(state.path(), &[]).await;
+    let (big, _) = a.exec("seq 1 1500000").await; // ~10 MB of log
+    wait_until("the big job to end", DEADLINE * 6, || async {
+        (a.status(&big).await["status"] != "running").then_some(())
+    })
+    .await;
+    a.crash().await;
+    // Now the job is known from the disk only: a search reads its whole log.
+    let b = Server::start_in(state.path(), &[]).await;
+    let (live, _) = b.exec("sleep 1000").await;
+    let search = || {
+        b.ok(
+            "search_job_output",
+            json!({ "job_id": big, "pattern": "^never$" }),
+        )
+    };
+    let pings = async {
+        // Let the searches begin, then time calls that need no disk at all.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut worst = Duration::ZERO;
+        for _ in 0..10 {
+            let t = Instant::now();
+            b.status(&live).await;
+            worst = worst.max(t.elapsed());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        worst
+    };
+    let t = Instant::now();
+    let (r1, r2, r3, r4, worst) = tokio::join!(search(), search(), search(), search(), pings);
+    let searching = t.elapsed();
+    for r in [r1, r2, r3, r4] {
+        assert_eq!(r["total_matches"], 0, "{r}");
+    }
+    eprintln!("4 disk searches took {searching:?}; the slowest status call beside them {worst:?}");
+    assert!(
+        worst * 4 < searching,
+        "a status call waited {worst:?} behind disk searches that took {searching:?}"
+    );
+}
