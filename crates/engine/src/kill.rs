@@ -327,8 +327,7 @@ impl Inner {
             };
             {
                 let mut s = lock(&job.state);
-                // `ending`: its end is being recorded with the status it ended with.
-                if s.status.is_final() || s.ending {
+                if s.status.is_final() {
                     reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
                     continue;
                 }
@@ -378,7 +377,7 @@ impl Drop for Inner {
             .values()
             .filter(|j| {
                 let mut s = lock(&j.state);
-                let running = !s.status.is_final() && !s.ending;
+                let running = !s.status.is_final();
                 if running {
                     s.kill_reason
                         .get_or_insert_with(|| "manager dropped".to_owned());

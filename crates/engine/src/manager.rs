@@ -94,8 +94,6 @@ pub(crate) struct State {
     pub(crate) reason: Option<String>,
     /// Set when ptyjobs decided to end the job; the reason becomes the job's.
     pub(crate) kill_reason: Option<String>,
-    /// The job's end is being recorded: its final status is decided (a kill comes too late).
-    pub(crate) ending: bool,
     pub(crate) term: Terminal,
     pub(crate) size: (u16, u16),
     /// The PTY master for writes and resizes; `None` once the job is final.
@@ -196,7 +194,7 @@ impl pty::Sink for JobSink {
         };
         let screen = {
             let s = lock(&self.job.state);
-            if s.record.is_none() || s.status.is_final() || s.ending {
+            if s.record.is_none() || s.status.is_final() {
                 return;
             }
             SavedScreen {
@@ -233,59 +231,50 @@ fn verdict(kill_reason: Option<String>, exit: ExitInfo) -> (JobStatus, Option<St
 
 /// Makes a job final: the one place a job leaves `running`.
 ///
-/// Durable first: with a store, the final record is on disk before the final status is
-/// visible in memory, so a status a client has seen survives a crash at any moment. Every
-/// write to the job's directory happens before that too, so once a job reads final nothing
-/// writes there any more (a `remove` then cannot be undone by a late write).
+/// Durable first: with a store, the final record is on disk before the final status can be
+/// seen, so a status a client has seen survives a crash at any moment. The job's lock is held
+/// from the first change to the last (the record write included: about a millisecond), so no
+/// reader ever sees a half-finished job, and every write to the job's directory is done
+/// before it reads final (a `remove` then cannot be undone by a late write).
 fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
     let finished = Utc::now();
     let finished_at = Instant::now();
-    let (status, reason, record) = {
-        let mut s = lock(&job.state);
-        s.ending = true;
-        s.term.finish();
-        if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
-            s.kill_reason = Some("killed by ptyjobs kill".into());
-        }
-        let (status, reason) = verdict(s.kill_reason.take(), exit);
-        let record = match (store, s.record.is_some()) {
-            (Some(_), true) => {
-                let mut info = job.info_of(&s);
-                info.status = status;
-                info.reason = reason.clone();
-                (info.exit_code, info.signal) = match exit {
-                    ExitInfo::Code(c) => (Some(c), None),
-                    ExitInfo::Signal(n) => (None, Some(signal::signal_name(n))),
-                };
-                info.finished = Some(finished);
-                info.duration_ms =
-                    u64::try_from(finished_at.duration_since(job.started_at).as_millis())
-                        .unwrap_or(u64::MAX);
-                // A finished job keeps no file open: hundreds of finished jobs stay listed.
-                let truncated = s.term.log_mut().map(|log| {
-                    log.close();
-                    log.truncated()
-                });
-                let screen = s.term.screen();
-                s.record.as_mut().map(|record| {
-                    record.update(&info);
-                    record.log_truncated = truncated.unwrap_or(false);
-                    record.screen = Some(screen);
-                    record.clone()
-                })
-            }
-            _ => None,
+    let mut s = lock(&job.state);
+    s.term.finish();
+    if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
+        s.kill_reason = Some("killed by ptyjobs kill".into());
+    }
+    let (status, reason) = verdict(s.kill_reason.take(), exit);
+    if let Some(store) = store
+        && s.record.is_some()
+    {
+        let mut info = job.info_of(&s);
+        info.status = status;
+        info.reason = reason.clone();
+        (info.exit_code, info.signal) = match exit {
+            ExitInfo::Code(c) => (Some(c), None),
+            ExitInfo::Signal(n) => (None, Some(signal::signal_name(n))),
         };
-        (status, reason, record)
-    };
-    if let (Some(store), Some(record)) = (store, record) {
-        if let Err(e) = store.write_record(&record) {
-            tracing::warn!("cannot save the final record of job {}: {e}", job.id);
+        info.finished = Some(finished);
+        info.duration_ms = u64::try_from(finished_at.duration_since(job.started_at).as_millis())
+            .unwrap_or(u64::MAX);
+        // A finished job keeps no file open: hundreds of finished jobs stay listed.
+        let truncated = s.term.log_mut().map(|log| {
+            log.close();
+            log.truncated()
+        });
+        let screen = s.term.screen();
+        if let Some(record) = s.record.as_mut() {
+            record.update(&info);
+            record.log_truncated = truncated.unwrap_or(false);
+            record.screen = Some(screen);
+            if let Err(e) = store.write_record(record) {
+                tracing::warn!("cannot save the final record of job {}: {e}", job.id);
+            }
         }
         // Every line is in the log now; the saved screen lines would repeat them.
         store.write_screen(job.id, None);
     }
-    let mut s = lock(&job.state);
     s.exit = Some(exit);
     s.finished = Some(finished);
     s.finished_at = Some(finished_at);

@@ -75,7 +75,6 @@ impl JobManager {
                 finished_at: None,
                 reason: None,
                 kill_reason: None,
-                ending: false,
                 term: Terminal::new(
                     cols,
                     rows,
