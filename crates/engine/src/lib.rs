@@ -20,6 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod bounded;
 mod config;
 mod error;
 mod fastpath;

@@ -84,6 +84,8 @@ pub(crate) struct Job {
     /// Becomes true when the job is final. Separate from `events` so that waiting for the end
     /// does not wake up for every batch of output.
     pub(crate) done: watch::Sender<bool>,
+    /// Everything written to the job's input goes through here, in order.
+    pub(crate) input: crate::interact::InputQueue,
 }
 
 pub(crate) struct State {
@@ -175,13 +177,18 @@ impl pty::Sink for JobSink {
     }
 
     fn data(&self, bytes: &[u8]) {
-        {
+        let (replies, master) = {
             let mut s = lock(&self.job.state);
             s.term.feed(bytes);
             // One write per batch: readers of the log (and a crash) lag by one batch at most.
             if let Some(log) = s.term.log_mut() {
                 log.flush();
             }
+            (s.term.take_replies(), s.master.clone())
+        };
+        // The terminal's answers to queries go to the job's input, in order with other writes.
+        if let Some(master) = master {
+            self.job.input.reply(&master, &replies);
         }
         self.job
             .events

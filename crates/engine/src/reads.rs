@@ -14,28 +14,6 @@ use crate::store::{Store, StoredJob};
 use crate::terminal::ScreenSnapshot;
 
 impl JobManager {
-    /// Runs `f` with this manager on a blocking thread and returns its result. For calls from
-    /// async code that may read the state directory or `/proc` (a stored job's status or
-    /// output, a search over a disk log, the list of every record): a slow read then never
-    /// holds up the runtime's workers, and so never delays another call.
-    ///
-    /// # Errors
-    /// Whatever `f` returns; [`Error::Io`] if the runtime is shutting down.
-    pub async fn off_runtime<T, F>(&self, f: F) -> Result<T>
-    where
-        F: FnOnce(&JobManager) -> Result<T> + Send + 'static,
-        T: Send + 'static,
-    {
-        let m = self.clone();
-        match tokio::task::spawn_blocking(move || f(&m)).await {
-            Ok(r) => r,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(_) => Err(Error::Io(std::io::Error::other(
-                "the runtime is shutting down",
-            ))),
-        }
-    }
-
     /// A snapshot of one job (from the state directory when not in memory).
     ///
     /// # Errors
@@ -172,7 +150,7 @@ impl JobManager {
             Found::Stored(_) => {
                 let deadline = timeout.map(|t| Instant::now() + t);
                 loop {
-                    let info = self.off_runtime(move |m| m.status(id)).await?;
+                    let info = self.status_async(id).await?;
                     if info.status.is_final() || deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(info);
                     }
@@ -189,6 +167,17 @@ impl JobManager {
     /// [`Error::NotRunning`] or [`Error::NotOwner`].
     pub fn subscribe(&self, id: JobId) -> Result<watch::Receiver<JobEvent>> {
         Ok(self.inner.job(id)?.events.subscribe())
+    }
+
+    /// [`Self::remove`] on the blocking pool (a record and a log are deleted from disk).
+    ///
+    /// # Errors
+    /// As [`Self::remove`].
+    pub async fn remove_async(&self, id: JobId) -> Result<()> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.remove(id))
+            .await
+            .map_err(|e| Error::Io(std::io::Error::other(format!("remove task failed: {e}"))))?
     }
 
     /// Forgets a finished job: removes it from the table and, with a state directory, deletes

@@ -43,7 +43,13 @@ pub(crate) struct Spawned {
     pub reader: OwnedFd,
 }
 
-/// The environment every job gets on top of the server's: a capable terminal and no pager.
+/// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
+/// an editor would wait forever for keys nobody types, so this one fails at once and says why.
+pub(crate) const NO_EDITOR: &str = "sh -c 'echo \"ptyjobs: no interactive editor in a background job; \
+pass the text on the command line (git commit -m ...)\" >&2; exit 1'";
+
+/// The environment every job gets on top of the server's: a capable terminal, no pager, no
+/// editor to hang in, and its own id (`PTYJOBS_JOB_ID`).
 fn job_env(
     extra: &BTreeMap<String, String>,
     job_id: crate::job::JobId,
@@ -56,6 +62,9 @@ fn job_env(
         ("COLORTERM", "truecolor"),
         ("PAGER", "cat"),
         ("GIT_PAGER", "cat"),
+        ("GIT_EDITOR", NO_EDITOR),
+        ("EDITOR", NO_EDITOR),
+        ("VISUAL", NO_EDITOR),
     ] {
         env.insert(k.into(), v.into());
     }

@@ -87,6 +87,7 @@ impl JobManager {
             }),
             events,
             done,
+            input: Default::default(),
         });
         let (open_gate, gate) = std::sync::mpsc::sync_channel(1);
         let sink = JobSink {

@@ -254,7 +254,7 @@ impl JobManager {
         ))
     }
 
-    /// Searches a job known from the state directory, reading its log a page at a time.
+    /// Searches a job known from the state directory, streaming its log (bounded memory).
     fn search_stored(
         &self,
         job: &StoredJob,
@@ -262,33 +262,12 @@ impl JobManager {
         context: usize,
         max_matches: usize,
     ) -> Result<SearchResult> {
-        const PAGE: usize = 4096;
         let Some(store) = self.store() else {
             return Err(crate::Error::JobNotFound(job.record.id));
         };
         let mut failure = None;
         let result = search::search_lines(
-            |f| {
-                let mut from = 0;
-                loop {
-                    let page = match store.output(job, Some(from), Some(PAGE)) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            failure = Some(e);
-                            return;
-                        }
-                    };
-                    if page.line_count == 0 {
-                        return;
-                    }
-                    for (n, line) in (from..).zip(page.output.split('\n')) {
-                        if f(n, line).is_break() {
-                            return;
-                        }
-                    }
-                    from = page.next_offset;
-                }
-            },
+            |f| failure = store.visit_lines(job, 0, f).err(),
             pattern,
             context,
             max_matches,

@@ -69,21 +69,26 @@ pub struct WaitResult {
     /// Why the wait ended: exited, matched, idle, port_open or timeout.
     pub reason: Reason,
     /// The line that matched `pattern`, for `matched`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_line: Option<String>,
     /// Absolute line number of matched_line.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line_number: Option<u64>,
     /// True when the wait stopped at the server's cap rather than at `timeout_secs`: call
     /// wait_for_job again to keep waiting.
     pub capped: bool,
     /// What to do next, when the wait timed out.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// How long the wait took, in ms.
     pub waited_ms: u64,
     /// The job's status now.
     pub status: Status,
-    /// Exit code once the job exited normally, else null.
+    /// Exit code once the job exited normally, else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    /// Signal that ended the job (e.g. `SIGINT`), else null.
+    /// Signal that ended the job (e.g. `SIGINT`), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
     /// The last lines of output (clean text).
     pub tail: String,

@@ -1,14 +1,21 @@
 //! End-to-end tests: the built `ptyjobs` binary driven by rmcp's own client over stdio.
 
 mod bad_input;
+mod budgets;
 mod cursors;
+mod disk_trust;
+mod environment;
 mod keys;
 mod lifecycle;
 mod persist;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;
+mod protocol;
+mod raw;
+mod schemas;
 mod takeover;
+mod tasks;
 mod terminal;
 mod tools;
 mod util;
