@@ -414,11 +414,11 @@ async fn an_unusable_state_dir_leaves_the_jobs_in_memory_with_a_warning() {
     assert!(log.contains("a-file"), "{log}");
 }
 
-/// A job that fills a 1000×1000 screen, then fails with exit code 3: its final record (which
+/// A job that prints 300 lines of 999 characters on a 1000×1000 screen, then fails with exit code 3: its final record (which
 /// holds the final screen) is large, so writing it takes a while.
 fn big_final_screen() -> Value {
     json!({
-        "command": "head -c 999000 /dev/zero | tr '\\0' x | fold -w 999; exit 3",
+        "command": "head -c 299700 /dev/zero | tr '\\0' x | fold -w 999; exit 3",
         "cols": 1000,
         "rows": 1000,
     })
@@ -431,7 +431,7 @@ async fn a_final_status_once_answered_survives_a_crash_right_after() {
         let mut a = Server::start_in(state.path(), &[]).await;
         let (id, _) = a.exec_with(big_final_screen()).await;
         // Ask as fast as possible, so the first final answer is seen as early as it can be.
-        let deadline = std::time::Instant::now() + DEADLINE;
+        let deadline = std::time::Instant::now() + DEADLINE * 3;
         let seen = loop {
             let st = a.status(&id).await;
             if st["status"] != "running" {
@@ -461,7 +461,7 @@ async fn remove_job_racing_the_jobs_end_never_resurrects_its_record() {
     for round in 0..15 {
         let (id, _) = s.exec_with(big_final_screen()).await;
         // Remove it the moment it is allowed: right as the job ends.
-        let deadline = std::time::Instant::now() + DEADLINE;
+        let deadline = std::time::Instant::now() + DEADLINE * 3;
         loop {
             let r = s
                 .call_raw("remove_job", json!({ "job_id": id }))
