@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The default cap of every kill's grace period ([`EngineConfig::max_kill_grace`]): 60 s.
+pub const MAX_KILL_GRACE: Duration = Duration::from_secs(60);
+
 /// Limits and defaults of a [`crate::JobManager`]. `Default` gives the documented values.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -24,6 +27,10 @@ pub struct EngineConfig {
     pub max_line_bytes: usize,
     /// Time between the polite signal of a kill and SIGKILL. Default 3 s.
     pub kill_grace: Duration,
+    /// The longest grace any kill waits, whoever asks (a tool call, the CLI, the Node
+    /// binding, this config's own `kill_grace`): longer requests are shortened to it.
+    /// Default [`MAX_KILL_GRACE`] (60 s).
+    pub max_kill_grace: Duration,
     /// After the job's shell exits, how long output is still drained while some other process
     /// (a background grandchild) holds the terminal open, before that process group is killed.
     /// Default 500 ms.
@@ -47,9 +54,18 @@ impl Default for EngineConfig {
             transcript_bytes: 4 * 1024 * 1024,
             max_line_bytes: 64 * 1024,
             kill_grace: Duration::from_secs(3),
+            max_kill_grace: MAX_KILL_GRACE,
             drain_timeout: Duration::from_millis(500),
             max_wait: Duration::from_secs(50),
             store: None,
         }
+    }
+}
+
+impl EngineConfig {
+    /// `grace` (or the configured `kill_grace`) shortened to `max_kill_grace`: the one place a
+    /// kill's grace is capped.
+    pub fn grace(&self, grace: Option<Duration>) -> Duration {
+        grace.unwrap_or(self.kill_grace).min(self.max_kill_grace)
     }
 }

@@ -1,15 +1,289 @@
-//! Ending jobs: the kill sequence (signal, grace, SIGKILL, verify), shutdown, and dropping a
-//! manager. The signals themselves are in [`crate::signal`]; the status change on exit stays in
-//! the manager (`finish`).
+//! The one kill path: every signal ptyjobs sends to a job's processes goes through
+//! [`end`] (or, where nothing may wait, [`signal_now`]) — `kill_job`, timeouts, shutdown,
+//! dropping a manager, the drain timeout of a finished shell, the takeover of a dead server's
+//! jobs, and `ptyjobs kill`.
+//!
+//! **Identity before any signal.** A process is signalled only when it is proven to be the
+//! job's:
+//! - the job's own shell while it is this process's child and not yet reaped (its pid, and so
+//!   its process group and session id, cannot have been reused): its process group, and on
+//!   Linux every process of its session that started no earlier than the job;
+//! - on Linux, for a job recorded by another (or a dead) server: the session's processes that
+//!   started no earlier than the job, but only while the recorded leader itself is alive with
+//!   its recorded start time;
+//! - on Linux, any process (in the session or not: `setsid -f` escapes it) whose environment
+//!   carries the job's id in `PTYJOBS_JOB_ID` and that started no earlier than the job.
+//!
+//! Never signalled: pid 0 or 1, a negative pid, this process, its own session or process group
+//! (they are not even in the process table, see [`crate::procs`]), or a bare number from a
+//! record whose process is gone. Off Linux there is no process table: only the first rule
+//! applies, and a job recorded by another server is never signalled.
+//!
+//! The sequence: the polite signal, the grace (capped by
+//! [`crate::EngineConfig::max_kill_grace`]), SIGKILL to whatever is left, then a bounded
+//! verification. What survives it is reported, never hidden.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::job::JobId;
 use crate::manager::{Inner, JobManager, lock};
-use crate::signal::{self, KillOutcome, Signal};
+use crate::procs::{self, Proc};
+use crate::signal::{KillOutcome, KillReport, Signal};
+use crate::store::ProcessRef;
 
-/// How long a kill waits for the job's processes after SIGKILL before it gives up waiting.
-const AFTER_KILL: Duration = Duration::from_secs(2);
+/// How long a kill keeps checking, after SIGKILL, until no process of the job remains; what
+/// is still there then is reported as a survivor.
+const AFTER_KILL: Duration = Duration::from_secs(5);
+
+/// A job's shell as its parent knows it: the pid, the start time read while it was surely
+/// ours, and whether it has been reaped. Reaping takes the same lock as signalling, so a signal
+/// to its process group can never reach a reused pid.
+#[derive(Debug)]
+pub(crate) struct Leader {
+    pub(crate) pid: u32,
+    /// Start time in clock ticks since boot (Linux), read right after the spawn.
+    pub(crate) start: Option<u64>,
+    reaped: Mutex<bool>,
+}
+
+impl Leader {
+    /// The leader of a child just spawned (not yet reaped: its /proc entry is surely its own).
+    pub(crate) fn new(pid: u32) -> Self {
+        Self {
+            pid,
+            start: procs::start_of(pid).map(|(start, _)| start),
+            reaped: Mutex::new(false),
+        }
+    }
+
+    /// Reaps the child with `reap` (which must return `Some` once it has reaped it) while no
+    /// signal can be in flight.
+    pub(crate) fn reap<T>(&self, reap: impl FnOnce() -> Option<T>) -> Option<T> {
+        let mut reaped = lock(&self.reaped);
+        if *reaped {
+            return None;
+        }
+        let r = reap();
+        *reaped = r.is_some();
+        r
+    }
+
+    /// Runs `f` with the lock held if the child is not reaped yet; returns whether it ran.
+    fn while_unreaped(&self, f: impl FnOnce()) -> bool {
+        let reaped = lock(&self.reaped);
+        if *reaped {
+            return false;
+        }
+        f();
+        true
+    }
+}
+
+/// One job to end, with what proves its processes' identity.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    id: JobId,
+    pid: u32,
+    start: Option<u64>,
+    /// Set for a job of this process: its shell, our child.
+    own: Option<Arc<Leader>>,
+}
+
+impl Target {
+    /// A job this process started.
+    pub(crate) fn own(id: JobId, leader: &Arc<Leader>) -> Self {
+        Self {
+            id,
+            pid: leader.pid,
+            start: leader.start,
+            own: Some(leader.clone()),
+        }
+    }
+
+    /// A job known from its record (another server's, or a dead one's).
+    pub(crate) fn recorded(id: JobId, process: ProcessRef) -> Self {
+        Self {
+            id,
+            pid: process.pid,
+            start: process.start_ticks,
+            own: None,
+        }
+    }
+
+    /// Whether the recorded leader is alive in `procs` with its recorded start time.
+    fn leader_alive(&self, procs: &[Proc]) -> bool {
+        self.pid > 1
+            && self.start.is_some()
+            && procs
+                .iter()
+                .any(|p| p.pid == self.pid && Some(p.start) == self.start)
+    }
+
+    /// The processes of `procs` proven to be this job's (see the module docs); `session` says
+    /// whether the session `pid` is proven to be the job's.
+    fn members(&self, procs: &[Proc], session: bool) -> Vec<u32> {
+        let after = |p: &Proc| self.start.is_some_and(|s| p.start >= s);
+        procs
+            .iter()
+            .filter(|p| {
+                let by_session = session && self.pid > 1 && p.sid == self.pid && after(p);
+                let by_marker = p.marker == Some(self.id) && (self.start.is_none() || after(p));
+                by_session || by_marker
+            })
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    /// Sends `sig` to every process of the job proven in `procs`; returns them (for a job of
+    /// ours off Linux, the leader's pid while its group exists).
+    fn signal(&self, procs: &[Proc], sig: i32) -> Vec<u32> {
+        let mut found = Vec::new();
+        let ran = match &self.own {
+            Some(leader) => leader.while_unreaped(|| {
+                found = self.members(procs, true);
+                // Its process group first: every process of nearly every job, without a scan.
+                if group_exists(self.pid) {
+                    send(-pid_t(self.pid), sig);
+                    if !cfg!(target_os = "linux") && !found.contains(&self.pid) {
+                        found.push(self.pid);
+                    }
+                }
+                for &pid in &found {
+                    send(pid_t(pid), sig);
+                }
+            }),
+            None => false,
+        };
+        if !ran {
+            found = self.members(procs, self.own.is_none() && self.leader_alive(procs));
+            for &pid in &found {
+                send(pid_t(pid), sig);
+            }
+        }
+        found
+    }
+}
+
+fn pid_t(pid: u32) -> libc::pid_t {
+    libc::pid_t::try_from(pid).unwrap_or(0)
+}
+
+/// Whether the process group `pgid` has a live member. A zombie leader alone makes kill(2)
+/// succeed too, so on Linux this is asked of the process table instead (see [`Target::signal`]).
+fn group_exists(pgid: u32) -> bool {
+    // SAFETY: signal 0 only checks for existence; no memory is involved.
+    pgid > 1 && unsafe { libc::kill(-pid_t(pgid), 0) } == 0
+}
+
+/// The only `kill(2)` of the kill path. Refuses pid 0, 1 and -1, this process, and a negative
+/// pid naming this process's group, whatever the caller computed.
+fn send(pid: libc::pid_t, sig: i32) {
+    let me = pid_t(std::process::id());
+    // SAFETY: getpgrp takes no arguments and cannot fail.
+    let my_group = unsafe { libc::getpgrp() };
+    if matches!(pid, -1..=1) || pid == me || pid == -me || pid == -my_group {
+        return;
+    }
+    // SAFETY: kill signals a process or group by number; no memory is involved.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// What [`end`] did to one job.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ended {
+    /// Some process of the job was alive (and signalled) when the kill began.
+    pub(crate) signalled: bool,
+    /// The job's processes still alive when the kill stopped checking.
+    pub(crate) survivors: Vec<u32>,
+}
+
+/// Ends `targets` together: `sig` to each job's proven processes, up to `grace` for them to go
+/// (newcomers get `sig` too), SIGKILL to what is left, then checks until none is left or
+/// [`AFTER_KILL`] passes. Blocking (sleeps, reads `/proc`): call it off the async runtime. The
+/// look at `/proc` is shared by all targets, so ending a thousand jobs costs a few scans.
+pub(crate) fn end(targets: &[Target], sig: i32, grace: Duration) -> Vec<Ended> {
+    let mut ended = vec![Ended::default(); targets.len()];
+    let mut sent: Vec<HashSet<u32>> = vec![HashSet::new(); targets.len()];
+    let round = |sig: i32, sent: &mut Vec<HashSet<u32>>| -> bool {
+        let procs = procs::since(Instant::now());
+        let mut any = false;
+        for (t, sent) in targets.iter().zip(sent.iter_mut()) {
+            let found = t.signal(&procs, sig);
+            any |= !found.is_empty();
+            sent.extend(found);
+        }
+        any
+    };
+    round(sig, &mut sent);
+    for (e, s) in ended.iter_mut().zip(&sent) {
+        e.signalled = !s.is_empty();
+    }
+    if sig != libc::SIGKILL {
+        let deadline = Instant::now() + grace;
+        // During the grace, only processes not yet told get the polite signal.
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            let procs = procs::since(Instant::now());
+            let mut any = false;
+            for (t, sent) in targets.iter().zip(sent.iter_mut()) {
+                let live = live(t, &procs);
+                any |= !live.is_empty();
+                let new: Vec<u32> = live.into_iter().filter(|p| !sent.contains(p)).collect();
+                if !new.is_empty() {
+                    t.signal(&procs, sig);
+                    sent.extend(new);
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+    let deadline = Instant::now() + AFTER_KILL;
+    while round(libc::SIGKILL, &mut sent) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let procs = procs::since(Instant::now());
+    for (t, e) in targets.iter().zip(ended.iter_mut()) {
+        e.survivors = live(t, &procs);
+        if !e.survivors.is_empty() {
+            tracing::warn!(
+                "job {}: processes {:?} survived SIGKILL for {AFTER_KILL:?}",
+                t.id,
+                e.survivors
+            );
+        }
+    }
+    ended
+}
+
+/// The job's proven processes alive in `procs`, without signalling them.
+fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
+    match &t.own {
+        Some(leader) => {
+            let mut found = Vec::new();
+            let ran = leader.while_unreaped(|| {
+                found = t.members(procs, true);
+                if !cfg!(target_os = "linux") && group_exists(t.pid) {
+                    found.push(t.pid);
+                }
+            });
+            if ran { found } else { t.members(procs, false) }
+        }
+        None => t.members(procs, t.leader_alive(procs)),
+    }
+}
+
+/// Sends `sig` once to every proven process of `targets`, without waiting: for a manager that
+/// goes away, and the drain timeout of a job whose shell has exited.
+pub(crate) fn signal_now(targets: &[Target], sig: i32) {
+    let procs = procs::since(Instant::now());
+    for t in targets {
+        t.signal(&procs, sig);
+    }
+}
 
 impl Inner {
     /// Ends a running job (see [`Inner::kill_many`]).
@@ -19,110 +293,86 @@ impl Inner {
         sig: Signal,
         grace: Duration,
         reason: &str,
-    ) -> KillOutcome {
-        self.kill_many(&[id], sig, grace, reason).await[0]
+    ) -> KillReport {
+        self.kill_many(&[id], sig, grace, reason)
+            .await
+            .pop()
+            .unwrap_or_else(|| KillReport::of(KillOutcome::NotFound))
     }
 
-    /// Ends running jobs together: `sig` to all, SIGKILL after `grace` to those still there,
-    /// then waits until no process of any of them remains (bounded). Signals and checks go
-    /// to all jobs at once, so ending a thousand jobs costs a few scans of `/proc`, not a
-    /// thousand. Never holds a lock while waiting.
+    /// Ends running jobs together through [`end`] (on a blocking thread), then waits (bounded)
+    /// until each is final, and answers what was verified. Never holds a lock while waiting.
     pub(crate) async fn kill_many(
         &self,
         ids: &[JobId],
         sig: Signal,
         grace: Duration,
         reason: &str,
-    ) -> Vec<KillOutcome> {
-        let mut outcomes = Vec::with_capacity(ids.len());
+    ) -> Vec<KillReport> {
+        let grace = self.config.grace(Some(grace));
+        let mut reports: Vec<Option<KillReport>> = Vec::with_capacity(ids.len());
         let mut jobs = Vec::new();
         for &id in ids {
             let job = match self.job(id) {
                 Ok(job) => job,
                 // Known from the state directory only, and ended.
                 Err(crate::Error::NotRunning { .. }) => {
-                    outcomes.push(KillOutcome::AlreadyTerminated);
+                    reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
                     continue;
                 }
                 Err(_) => {
-                    outcomes.push(KillOutcome::NotFound);
+                    reports.push(Some(KillReport::of(KillOutcome::NotFound)));
                     continue;
                 }
             };
             {
                 let mut s = lock(&job.state);
                 if s.status.is_final() {
-                    outcomes.push(KillOutcome::AlreadyTerminated);
+                    reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
                     continue;
                 }
+                // The job ends by our hand from here on: its status will say so.
                 s.kill_reason.get_or_insert_with(|| reason.to_owned());
             }
-            outcomes.push(KillOutcome::Killed);
+            reports.push(None);
             jobs.push(job);
         }
-        let pids: Vec<u32> = jobs.iter().map(|j| j.pid).collect();
-        if pids.is_empty() {
-            return outcomes;
+        if jobs.is_empty() {
+            return reports.into_iter().flatten().collect();
         }
-        // The process groups first: that is every process of nearly every job, and needs no
-        // look at the rest of the system.
-        signal::signal_groups(&pids, sig.number());
-        if sig != Signal::KILL {
-            let deadline = Instant::now() + grace;
-            for job in &jobs {
-                job.wait_final(deadline.saturating_duration_since(Instant::now()))
-                    .await;
-            }
-        }
-        let left: Vec<u32> = jobs
-            .iter()
-            .filter(|j| !lock(&j.state).status.is_final())
-            .map(|j| j.pid)
-            .collect();
-        if !left.is_empty() {
-            // kill_jobs scans /proc for the sessions: a blocking read, kept off the runtime.
-            let _ =
-                tokio::task::spawn_blocking(move || signal::kill_jobs(&left, libc::SIGKILL)).await;
-            let deadline = Instant::now() + AFTER_KILL;
-            for job in &jobs {
-                job.wait_final(deadline.saturating_duration_since(Instant::now()))
-                    .await;
-            }
-        }
-        // Verify: processes the job put in process groups of their own, still in its session,
-        // get the same treatment (signal, grace, SIGKILL).
-        let survivors = |since| {
-            let pids = pids.clone();
-            async move {
-                tokio::task::spawn_blocking(move || signal::live_processes(&pids, since))
-                    .await
-                    .unwrap_or_default()
-            }
-        };
-        let mut rest = survivors(Instant::now()).await;
-        if !rest.is_empty() && sig != Signal::KILL {
-            signal::signal_processes(&rest, sig.number());
-            let deadline = Instant::now() + grace;
-            while !rest.is_empty() && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                rest = survivors(Instant::now()).await;
-            }
-        }
+        let targets: Vec<Target> = jobs.iter().map(|j| Target::own(j.id, &j.leader)).collect();
+        let number = sig.number();
+        let ended = tokio::task::spawn_blocking(move || end(&targets, number, grace))
+            .await
+            .unwrap_or_default();
+        // No process is left: the reader drains the terminal to its end and records the exit.
         let deadline = Instant::now() + AFTER_KILL;
-        while !rest.is_empty() && Instant::now() < deadline {
-            signal::signal_processes(&rest, libc::SIGKILL);
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            rest = survivors(Instant::now()).await;
+        for job in &jobs {
+            if !job
+                .wait_final(deadline.saturating_duration_since(Instant::now()))
+                .await
+            {
+                tracing::warn!("job {} is not final after its kill", job.id);
+            }
         }
-        outcomes
+        let mut ended = ended.into_iter();
+        reports
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| KillReport {
+                    outcome: KillOutcome::Killed,
+                    survivors: ended.next().unwrap_or_default().survivors,
+                })
+            })
+            .collect()
     }
 }
 
 impl Drop for Inner {
-    /// A manager that goes away takes its jobs with it: no orphans.
+    /// A manager that goes away takes its jobs with it: no orphans. SIGKILL, not waited for
+    /// (a drop must not block).
     fn drop(&mut self) {
-        let t = lock(&self.table);
-        let running: Vec<u32> = t
+        let targets: Vec<Target> = lock(&self.table)
             .jobs
             .values()
             .filter(|j| {
@@ -134,16 +384,20 @@ impl Drop for Inner {
                 }
                 running
             })
-            .map(|j| j.pid)
+            .map(|j| Target::own(j.id, &j.leader))
             .collect();
-        signal::kill_jobs(&running, libc::SIGKILL);
+        if !targets.is_empty() {
+            signal_now(&targets, libc::SIGKILL);
+        }
     }
 }
 
 impl JobManager {
-    /// Ends a job: `signal` to its process group (and session), SIGKILL after `grace` (default
-    /// the configured grace), and returns once no process of the job remains. Unknown ids
-    /// answer [`KillOutcome::NotFound`], ended ones [`KillOutcome::AlreadyTerminated`].
+    /// Ends a job: `signal` to every process proven to be the job's, SIGKILL after `grace`
+    /// (default the configured grace; capped by [`crate::EngineConfig::max_kill_grace`]), then
+    /// checks that none is left. Unknown ids answer [`KillOutcome::NotFound`], ended ones
+    /// [`KillOutcome::AlreadyTerminated`]; processes that outlived SIGKILL are named in
+    /// [`KillReport::survivors`].
     ///
     /// # Errors
     /// [`crate::Error::NotOwner`] for a running job of another live server sharing the state
@@ -153,11 +407,15 @@ impl JobManager {
         id: JobId,
         signal: Signal,
         grace: Option<Duration>,
-    ) -> crate::Result<KillOutcome> {
-        if let Err(e @ crate::Error::NotOwner { .. }) = self.inner.job(id) {
+    ) -> crate::Result<KillReport> {
+        let inner = self.inner.clone();
+        let owner = tokio::task::spawn_blocking(move || inner.job(id).map(|_| ()))
+            .await
+            .unwrap_or(Ok(()));
+        if let Err(e @ crate::Error::NotOwner { .. }) = owner {
             return Err(e);
         }
-        let grace = grace.unwrap_or(self.inner.config.kill_grace);
+        let grace = self.inner.config.grace(grace);
         Ok(self
             .inner
             .kill(id, signal, grace, "killed by request")
@@ -174,9 +432,85 @@ impl JobManager {
                 .map(|j| j.id)
                 .collect()
         };
-        let grace = self.inner.config.kill_grace;
+        let grace = self.inner.config.grace(None);
         self.inner
             .kill_many(&running, Signal::TERM, grace, "shutdown")
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(pid: u32, sid: u32, start: u64, marker: Option<JobId>) -> Proc {
+        Proc {
+            pid,
+            sid,
+            start,
+            marker,
+        }
+    }
+
+    fn recorded(id: JobId, pid: u32, start: Option<u64>) -> Target {
+        Target::recorded(
+            id,
+            ProcessRef {
+                pid,
+                start_ticks: start,
+            },
+        )
+    }
+
+    #[test]
+    fn a_live_leader_with_its_start_time_proves_the_members_of_its_session_started_after_it() {
+        let id = JobId::new();
+        let t = recorded(id, 100, Some(50));
+        let procs = [
+            p(100, 100, 50, None),
+            p(101, 100, 60, None),
+            // In the session but older than the job: not the job's.
+            p(102, 100, 40, None),
+            p(103, 7, 60, None),
+        ];
+        assert_eq!(live(&t, &procs), [100, 101]);
+    }
+
+    #[test]
+    fn a_session_whose_recorded_leader_is_gone_or_reused_proves_nothing() {
+        let id = JobId::new();
+        let t = recorded(id, 100, Some(50));
+        // The leader exited, leaving a process in its session (a double-forked daemon).
+        assert_eq!(live(&t, &[p(101, 100, 60, None)]), Vec::<u32>::new());
+        // The pid now belongs to another program, started later.
+        let reused = [p(100, 100, 70, None), p(101, 100, 80, None)];
+        assert_eq!(live(&t, &reused), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn pid_0_1_and_a_missing_start_time_prove_nothing_but_the_jobs_marker_does() {
+        let id = JobId::new();
+        let procs = [
+            p(0, 0, 60, None),
+            p(1, 1, 60, None),
+            p(300, 300, 60, None),
+            p(301, 301, 60, Some(JobId::new())),
+        ];
+        for t in [
+            recorded(id, 0, None),
+            recorded(id, 1, Some(1)),
+            recorded(id, 300, None),
+        ] {
+            assert_eq!(live(&t, &procs), Vec::<u32>::new(), "{t:?}");
+        }
+        // A process carrying the job's id, in any session, started after the job.
+        let escaped = [p(200, 200, 60, Some(id))];
+        assert_eq!(live(&recorded(id, 1, None), &escaped), [200]);
+        assert_eq!(live(&recorded(id, 9, Some(50)), &escaped), [200]);
+        // ... but not one that started before it.
+        assert_eq!(
+            live(&recorded(id, 9, Some(70)), &escaped),
+            Vec::<u32>::new()
+        );
     }
 }

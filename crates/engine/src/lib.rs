@@ -30,25 +30,28 @@ mod keys;
 mod kill;
 mod manager;
 mod output;
+mod procs;
 mod pty;
 mod reads;
 mod search;
 mod signal;
 mod spawn;
+mod start;
 mod store;
 mod terminal;
 mod wait;
 
-pub use config::EngineConfig;
+pub use config::{EngineConfig, MAX_KILL_GRACE};
 pub use error::{Error, Result};
 pub use interact::Interaction;
 pub use job::{JobId, JobInfo, JobSpec, JobStatus};
 pub use keys::encode_keys;
 pub use manager::{JobEvent, JobManager};
 pub use output::OutputSlice;
+pub use procs::JOB_ID_ENV;
 pub use regex::Regex;
 pub use search::{SearchMatch, SearchResult, compile_pattern};
-pub use signal::{KillOutcome, Signal};
+pub use signal::{KillOutcome, KillReport, Signal};
 pub use store::{
     JobRecord, ProcessRef, PruneReport, SavedScreen, ServerRef, Store, StoreConfig, StoredJob,
 };

@@ -1,4 +1,5 @@
-//! `JobManager`: the job table behind one lock, and the only place a job's status changes.
+//! `JobManager`: the job table behind one lock, and the only place a job's status changes
+//! (`finish`). Starting a job is in [`crate::start`], ending one in [`crate::kill`].
 //!
 //! Locking: the table lock and a job's state lock are never held together except table → job
 //! (the finishing path releases the job lock before it takes the table lock). No lock is held
@@ -15,10 +16,10 @@ use tokio::sync::watch;
 
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
+use crate::job::{JobId, JobInfo, JobStatus};
+use crate::kill::Leader;
 use crate::pty::{self, ExitInfo};
-use crate::signal::{self, Signal};
-use crate::spawn::{self, SpawnSpec};
+use crate::signal;
 use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
 use crate::terminal::Terminal;
 
@@ -74,6 +75,8 @@ pub(crate) struct Job {
     pub(crate) command: String,
     pub(crate) cwd: PathBuf,
     pub(crate) pid: u32,
+    /// The job's shell as its parent knows it: what proves the identity of what is signalled.
+    pub(crate) leader: Arc<Leader>,
     pub(crate) started: DateTime<Utc>,
     pub(crate) started_at: Instant,
     pub(crate) state: Mutex<State>,
@@ -108,7 +111,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Job {
     pub(crate) fn info(&self) -> JobInfo {
-        let s = lock(&self.state);
+        self.info_of(&lock(&self.state))
+    }
+
+    /// The snapshot of the job in state `s` (held by the caller).
+    fn info_of(&self, s: &State) -> JobInfo {
         let end = s.finished_at.unwrap_or_else(Instant::now);
         JobInfo {
             id: self.id,
@@ -154,13 +161,21 @@ impl Job {
 }
 
 /// The reader thread's view of a job.
-struct JobSink {
-    job: Arc<Job>,
-    manager: Weak<Inner>,
-    store: Option<Arc<Store>>,
+pub(crate) struct JobSink {
+    pub(crate) job: Arc<Job>,
+    pub(crate) manager: Weak<Inner>,
+    pub(crate) store: Option<Arc<Store>>,
+    /// Opened by `execute` once the job is in the table: nothing is read, and so nothing can
+    /// end the job, before the job is complete.
+    pub(crate) gate: std::sync::mpsc::Receiver<()>,
 }
 
 impl pty::Sink for JobSink {
+    fn start(&self) {
+        // Err: `execute` gave up on the job before opening the gate; it has killed the child.
+        let _ = self.gate.recv();
+    }
+
     fn data(&self, bytes: &[u8]) {
         let (replies, master) = {
             let mut s = lock(&self.job.state);
@@ -208,19 +223,9 @@ impl pty::Sink for JobSink {
     }
 }
 
-/// Makes a job final: the one place a job leaves `running`. With a store, the record on disk
-/// is final before this returns (so before anyone waiting for the job wakes up).
-fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
-    let mut s = lock(&job.state);
-    s.term.finish();
-    s.exit = Some(exit);
-    s.finished = Some(Utc::now());
-    s.finished_at = Some(Instant::now());
-    s.master = None;
-    if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
-        s.kill_reason = Some("killed by ptyjobs kill".into());
-    }
-    (s.status, s.reason) = match (s.kill_reason.take(), exit) {
+/// The status and reason a job ends with.
+fn verdict(kill_reason: Option<String>, exit: ExitInfo) -> (JobStatus, Option<String>) {
+    match (kill_reason, exit) {
         (Some(reason), _) => (JobStatus::Killed, Some(reason)),
         (None, ExitInfo::Code(0)) => (JobStatus::Completed, None),
         (None, ExitInfo::Code(c)) => (JobStatus::Failed, Some(format!("exited with code {c}"))),
@@ -228,31 +233,61 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
             JobStatus::Failed,
             Some(format!("killed by {}", signal::signal_name(n))),
         ),
-    };
-    let Some(store) = store else {
-        return;
-    };
-    // A finished job keeps no file open: hundreds of finished jobs stay listed.
-    let truncated = s.term.log_mut().map(|log| {
-        log.close();
-        log.truncated()
-    });
-    let screen = s.term.screen();
-    drop(s);
-    let info = job.info();
+    }
+}
+
+/// Makes a job final: the one place a job leaves `running`.
+///
+/// Durable first: with a store, the final record is on disk before the final status can be
+/// seen, so a status a client has seen survives a crash at any moment. The job's lock is held
+/// from the first change to the last (the record write included: about a millisecond), so no
+/// reader ever sees a half-finished job, and every write to the job's directory is done
+/// before it reads final (a `remove` then cannot be undone by a late write).
+fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
+    let finished = Utc::now();
+    let finished_at = Instant::now();
     let mut s = lock(&job.state);
-    if let Some(record) = s.record.as_mut() {
-        record.update(&info);
-        record.log_truncated = truncated.unwrap_or(false);
-        record.screen = Some(screen);
-        let record = record.clone();
-        drop(s);
-        if let Err(e) = store.write_record(&record) {
-            tracing::warn!("cannot save the final record of job {}: {e}", job.id);
+    s.term.finish();
+    if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
+        s.kill_reason = Some("killed by ptyjobs kill".into());
+    }
+    let (status, reason) = verdict(s.kill_reason.take(), exit);
+    if let Some(store) = store
+        && s.record.is_some()
+    {
+        let mut info = job.info_of(&s);
+        info.status = status;
+        info.reason = reason.clone();
+        (info.exit_code, info.signal) = match exit {
+            ExitInfo::Code(c) => (Some(c), None),
+            ExitInfo::Signal(n) => (None, Some(signal::signal_name(n))),
+        };
+        info.finished = Some(finished);
+        info.duration_ms = u64::try_from(finished_at.duration_since(job.started_at).as_millis())
+            .unwrap_or(u64::MAX);
+        // A finished job keeps no file open: hundreds of finished jobs stay listed.
+        let truncated = s.term.log_mut().map(|log| {
+            log.close();
+            log.truncated()
+        });
+        let screen = s.term.screen();
+        if let Some(record) = s.record.as_mut() {
+            record.update(&info);
+            record.log_truncated = truncated.unwrap_or(false);
+            record.screen = Some(screen);
+            if let Err(e) = store.write_record(record) {
+                tracing::warn!("cannot save the final record of job {}: {e}", job.id);
+            }
         }
         // Every line is in the log now; the saved screen lines would repeat them.
         store.write_screen(job.id, None);
     }
+    s.exit = Some(exit);
+    s.finished = Some(finished);
+    s.finished_at = Some(finished_at);
+    s.master = None;
+    s.status = status;
+    s.reason = reason;
 }
 
 /// A job found by id: one this manager runs or ran, or one known only from the state directory.
@@ -377,146 +412,6 @@ impl JobManager {
     /// The limits and defaults in force.
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
-    }
-
-    /// Starts `spec.command` under a new PTY and returns at once.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for an empty command, a bad size or a `cwd` that is not a
-    /// directory; [`Error::LimitReached`] when `max_running` jobs run or no PTY is left;
-    /// [`Error::Spawn`] when the shell cannot be started.
-    pub fn execute(&self, spec: JobSpec) -> Result<JobInfo> {
-        let inner = &self.inner;
-        let cfg = &inner.config;
-        if spec.command.trim().is_empty() {
-            return Err(Error::InvalidArgument(
-                "command is empty: give a shell command".into(),
-            ));
-        }
-        if spec.command.contains('\0') {
-            return Err(Error::InvalidArgument("command contains a NUL byte".into()));
-        }
-        for (k, v) in &spec.env {
-            if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
-                return Err(Error::InvalidArgument(format!(
-                    "invalid environment variable {k:?}"
-                )));
-            }
-        }
-        let cols = check_size("cols", spec.cols.unwrap_or(cfg.cols))?;
-        let rows = check_size("rows", spec.rows.unwrap_or(cfg.rows))?;
-        let cwd = match &spec.cwd {
-            Some(dir) => {
-                if !dir.is_dir() {
-                    return Err(Error::InvalidArgument(format!(
-                        "cwd {} does not exist or is not a directory",
-                        dir.display()
-                    )));
-                }
-                dir.clone()
-            }
-            None => std::env::current_dir()?,
-        };
-        {
-            let mut t = lock(&inner.table);
-            if t.running >= cfg.max_running {
-                return Err(Error::LimitReached(format!(
-                    "{} jobs are running (the maximum); kill or wait for one first",
-                    t.running
-                )));
-            }
-            t.running += 1; // reserve the slot; released below if the spawn fails
-        }
-        let spawn_spec = SpawnSpec {
-            shell: cfg.shell.clone(),
-            command: spec.command.clone(),
-            cwd: cwd.clone(),
-            env: spec.env.clone(),
-            cols,
-            rows,
-        };
-        let spawned = match spawn::spawn(&spawn_spec) {
-            Ok(s) => s,
-            Err(e) => {
-                let mut t = lock(&inner.table);
-                t.running = t.running.saturating_sub(1);
-                return Err(e);
-            }
-        };
-        let master = Arc::new(spawned.master);
-        let reader_fd = master.try_clone()?;
-        let spare = inner.store.as_ref().and_then(|st| st.take_spare());
-        let (events, _) = watch::channel(JobEvent::default());
-        let (done, _) = watch::channel(false);
-        let job = Arc::new(Job {
-            id: spare.as_ref().map_or_else(JobId::new, |spare| spare.id),
-            name: spec.name.clone(),
-            command: spec.command.clone(),
-            cwd,
-            pid: spawned.pid,
-            started: Utc::now(),
-            started_at: Instant::now(),
-            state: Mutex::new(State {
-                status: JobStatus::Running,
-                exit: None,
-                finished: None,
-                finished_at: None,
-                reason: None,
-                kill_reason: None,
-                term: Terminal::new(cols, rows, cfg.transcript_bytes, cfg.max_line_bytes),
-                size: (cols, rows),
-                master: Some(master),
-                record: None,
-            }),
-            events,
-            done,
-            input: Default::default(),
-        });
-        if let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?)))
-        {
-            let record = JobRecord::new(
-                &job.info(),
-                spec.env.keys().cloned().collect(),
-                server.clone(),
-            );
-            match store.begin(&record, spare) {
-                Ok(log) => {
-                    let mut s = lock(&job.state);
-                    s.term.set_log(log);
-                    s.record = Some(record);
-                }
-                Err(e) => tracing::warn!("job {} is kept in memory only: {e}", job.id),
-            }
-            // The next job's directory, made while nobody waits for it.
-            let store = Arc::clone(store);
-            inner.runtime.spawn_blocking(move || store.prepare_spare());
-        }
-        {
-            let mut t = lock(&inner.table);
-            t.jobs.insert(job.id, job.clone());
-            t.order.push(job.id);
-        }
-        let sink = JobSink {
-            job: job.clone(),
-            manager: Arc::downgrade(inner),
-            store: inner.store.clone(),
-        };
-        if let Err(e) = pty::start_reader(job.pid, reader_fd, cfg.drain_timeout, sink) {
-            signal::kill_jobs(&[job.pid], libc::SIGKILL);
-            return Err(e);
-        }
-        if let Some(timeout) = spec.timeout {
-            let weak = Arc::downgrade(inner);
-            let id = job.id;
-            inner.runtime.spawn(async move {
-                tokio::time::sleep(timeout).await;
-                if let Some(inner) = weak.upgrade() {
-                    let grace = inner.config.kill_grace;
-                    inner.kill(id, Signal::TERM, grace, "timeout").await;
-                }
-            });
-        }
-        Ok(job.info())
     }
 }
 

@@ -11,6 +11,9 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::error::{Error, Result};
+use crate::job::JobId;
+use crate::kill::{self, Leader, Target};
+use std::sync::Arc;
 
 /// Reads are this large; a PTY read returns at most a few KiB, but a big buffer lets one
 /// read take whatever the kernel has.
@@ -27,6 +30,8 @@ pub(crate) enum ExitInfo {
 
 /// Where the reader delivers what it sees. Called from the job's reader thread.
 pub(crate) trait Sink: Send + 'static {
+    /// Called first, before anything is read: may wait until the job is ready to be seen.
+    fn start(&self) {}
     /// Bytes read from the PTY, in order.
     fn data(&self, bytes: &[u8]);
     /// Output has paused for [`IDLE`] after some arrived (a prompt, a server that is up).
@@ -102,30 +107,89 @@ pub(crate) fn set_size(master: &impl AsRawFd, cols: u16, rows: u16) -> Result<()
 
 /// Starts the reader thread of a job: reads the master until EOF, reaps the child, and after
 /// the child exits keeps draining for at most `drain` while some other process still holds the
-/// terminal open, then kills that process's group and session.
+/// terminal open, then kills (through the kill path) what is left of the job.
 pub(crate) fn start_reader(
-    pid: u32,
+    leader: Arc<Leader>,
+    id: JobId,
     master: OwnedFd,
     drain: Duration,
     sink: impl Sink,
 ) -> Result<()> {
     std::thread::Builder::new()
-        .name(format!("ptyjobs-job-{pid}"))
+        .name(format!("ptyjobs-job-{}", leader.pid))
         .stack_size(256 * 1024)
-        .spawn(move || read_loop(pid, &master, drain, &sink))?;
+        .spawn(move || read_loop(&leader, id, &master, drain, &sink))?;
     Ok(())
 }
 
-/// The child's exit, if it has exited; reaps it.
-fn try_reap(pid: Pid) -> Option<ExitInfo> {
-    match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-        Ok(WaitStatus::Exited(_, code)) => Some(ExitInfo::Code(code)),
-        Ok(WaitStatus::Signaled(_, sig, _)) => Some(ExitInfo::Signal(sig as i32)),
-        Ok(_) => None,
-        // ECHILD: someone else reaped it (should not happen); report it as gone.
-        Err(Errno::ECHILD) => Some(ExitInfo::Code(-1)),
-        Err(_) => None,
+fn exit_info(status: WaitStatus) -> Option<ExitInfo> {
+    match status {
+        WaitStatus::Exited(_, code) => Some(ExitInfo::Code(code)),
+        WaitStatus::Signaled(_, sig, _) => Some(ExitInfo::Signal(sig as i32)),
+        _ => None,
     }
+}
+
+/// The child's exit, if it has exited (waiting for it with `block`). On Linux the child is
+/// left unreaped (a zombie): while it is, its pid — and so the job's process group and
+/// session id — cannot be reused, which is what lets the drain timeout signal the session.
+/// Elsewhere it is reaped here, under the leader's lock.
+fn exited(leader: &Leader, block: bool) -> Option<ExitInfo> {
+    let pid = Pid::from_raw(libc::pid_t::try_from(leader.pid).unwrap_or(0));
+    let mut flags = WaitPidFlag::WEXITED;
+    if !block {
+        flags |= WaitPidFlag::WNOHANG;
+    }
+    loop {
+        #[cfg(target_os = "linux")]
+        let r = nix::sys::wait::waitid(nix::sys::wait::Id::Pid(pid), flags | WaitPidFlag::WNOWAIT);
+        #[cfg(not(target_os = "linux"))]
+        let r = {
+            let mut out = None;
+            leader.reap(|| {
+                let r = waitpid(
+                    pid,
+                    Some(flags & !WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG),
+                );
+                let done = !matches!(r, Ok(WaitStatus::StillAlive) | Err(Errno::EINTR));
+                out = Some(r);
+                done.then_some(())
+            });
+            match out {
+                Some(Ok(WaitStatus::StillAlive)) if block => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                Some(r) => r,
+                None => return Some(ExitInfo::Code(-1)),
+            }
+        };
+        return match r {
+            Ok(status) => exit_info(status),
+            Err(Errno::EINTR) => continue,
+            // ECHILD: someone else reaped it (should not happen); report it as gone.
+            Err(Errno::ECHILD) => Some(ExitInfo::Code(-1)),
+            Err(_) => None,
+        };
+    }
+}
+
+/// Reaps the exited child (Linux; elsewhere [`exited`] already did) under the leader's lock.
+fn reap(leader: &Leader) {
+    #[cfg(target_os = "linux")]
+    {
+        let pid = Pid::from_raw(libc::pid_t::try_from(leader.pid).unwrap_or(0));
+        leader.reap(|| {
+            loop {
+                match waitpid(pid, None) {
+                    Err(Errno::EINTR) => continue,
+                    _ => break Some(()),
+                }
+            }
+        });
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = leader;
 }
 
 #[cfg(target_os = "linux")]
@@ -142,9 +206,9 @@ fn pidfd_open(_pid: u32) -> Option<OwnedFd> {
     None
 }
 
-fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
-    let child = Pid::from_raw(pid as i32);
-    let pidfd = pidfd_open(pid);
+fn read_loop(leader: &Arc<Leader>, id: JobId, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
+    sink.start();
+    let pidfd = pidfd_open(leader.pid);
     let mut buf = vec![0u8; READ_BUF];
     let mut eof = false;
     let mut exit: Option<ExitInfo> = None;
@@ -154,7 +218,7 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
     let mut last_data: Option<Instant> = None;
     loop {
         if exit.is_none() {
-            exit = try_reap(child);
+            exit = exited(leader, false);
             if exit.is_some() {
                 drain_until = Some(Instant::now() + drain);
             }
@@ -169,7 +233,7 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
                 break; // give up on a terminal that never closes
             }
             // A background process still holds the terminal: the job is over.
-            crate::signal::kill_jobs(&[pid], libc::SIGKILL);
+            kill::signal_now(&[Target::own(id, leader)], libc::SIGKILL);
             killed_leftovers = true;
             drain_until = Some(Instant::now() + Duration::from_secs(1));
         }
@@ -212,17 +276,12 @@ fn read_loop(pid: u32, master: &OwnedFd, drain: Duration, sink: &impl Sink) {
             sink.idle();
         }
     }
-    let exit = exit.unwrap_or_else(|| {
-        // The terminal closed before the child exited (it redirected its output): wait for it.
-        loop {
-            match waitpid(child, None) {
-                Ok(WaitStatus::Exited(_, code)) => break ExitInfo::Code(code),
-                Ok(WaitStatus::Signaled(_, sig, _)) => break ExitInfo::Signal(sig as i32),
-                Ok(_) | Err(Errno::EINTR) => continue,
-                Err(_) => break ExitInfo::Code(-1),
-            }
-        }
-    });
+    // Without the lock: the terminal closed before the child exited (it redirected its
+    // output), and a kill must be able to reach it while this waits.
+    let exit = exit
+        .or_else(|| exited(leader, true))
+        .unwrap_or(ExitInfo::Code(-1));
+    reap(leader);
     sink.exited(exit);
 }
 

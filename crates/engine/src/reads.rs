@@ -150,7 +150,7 @@ impl JobManager {
             Found::Stored(_) => {
                 let deadline = timeout.map(|t| Instant::now() + t);
                 loop {
-                    let info = self.status(id)?;
+                    let info = self.status_async(id).await?;
                     if info.status.is_final() || deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(info);
                     }
@@ -167,6 +167,17 @@ impl JobManager {
     /// [`Error::NotRunning`] or [`Error::NotOwner`].
     pub fn subscribe(&self, id: JobId) -> Result<watch::Receiver<JobEvent>> {
         Ok(self.inner.job(id)?.events.subscribe())
+    }
+
+    /// [`Self::remove`] on the blocking pool (a record and a log are deleted from disk).
+    ///
+    /// # Errors
+    /// As [`Self::remove`].
+    pub async fn remove_async(&self, id: JobId) -> Result<()> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.remove(id))
+            .await
+            .map_err(|e| Error::Io(std::io::Error::other(format!("remove task failed: {e}"))))?
     }
 
     /// Forgets a finished job: removes it from the table and, with a state directory, deletes

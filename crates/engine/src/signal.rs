@@ -3,8 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use std::time::Instant;
-
 use serde::Serialize;
 
 use crate::error::Error;
@@ -103,12 +101,34 @@ impl FromStr for Signal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KillOutcome {
-    /// The job was running and no process of it remains.
+    /// The job was running and was signalled, then checked: see [`KillReport::survivors`] for
+    /// any of its processes that were still alive when the kill gave up waiting.
     Killed,
     /// The job had already ended.
     AlreadyTerminated,
     /// No such job.
     NotFound,
+}
+
+/// A kill's answer, decided after it verified what is left: the outcome and the job's
+/// processes (pids) still alive after SIGKILL and a bounded wait, if any. An empty
+/// `survivors` with [`KillOutcome::Killed`] means no process proven to be the job's remains.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KillReport {
+    /// What the kill ended in.
+    pub outcome: KillOutcome,
+    /// Processes of the job still alive when the kill stopped waiting (normally none).
+    pub survivors: Vec<u32>,
+}
+
+impl KillReport {
+    /// A report without survivors.
+    pub fn of(outcome: KillOutcome) -> Self {
+        Self {
+            outcome,
+            survivors: Vec::new(),
+        }
+    }
 }
 
 impl KillOutcome {
@@ -120,126 +140,6 @@ impl KillOutcome {
             Self::NotFound => "not_found",
         }
     }
-}
-
-/// Sends `sig` to the process groups of the jobs whose shells are `pids` (no scan: cheap).
-pub(crate) fn signal_groups(pids: &[u32], sig: i32) {
-    for &pid in pids {
-        if let Ok(pgid) = libc::pid_t::try_from(pid) {
-            // SAFETY: kill with a negative pid signals a process group; no memory is involved.
-            unsafe { libc::kill(-pgid, sig) };
-        }
-    }
-}
-
-/// Sends `sig` to single processes.
-pub(crate) fn signal_processes(pids: &[u32], sig: i32) {
-    for &pid in pids {
-        // SAFETY: kill signals one process; no memory is involved.
-        unsafe { libc::kill(pid as libc::pid_t, sig) };
-    }
-}
-
-/// Sends `sig` to the jobs whose shells are `pids`: each one's process group and, on Linux,
-/// every other process still in its session (a job that made process groups of its own).
-/// Errors are ignored: a process that is already gone is what we want.
-pub(crate) fn kill_jobs(pids: &[u32], sig: i32) {
-    signal_groups(pids, sig);
-    signal_processes(&live_processes(pids, Instant::now()), sig);
-}
-
-/// The live (non-zombie) processes of the jobs whose shells are `pids`, as seen by a look at
-/// the system that began at `since` or later: on Linux every process in their sessions;
-/// elsewhere their process groups' leaders that are alive.
-///
-/// On Linux a look is a scan of all of `/proc` (about 10 ms with 2,000 processes). Callers
-/// that ask at the same time share one scan: a scan that began after `since` answers for
-/// everyone, so a thousand concurrent kills cost a few scans, not a thousand.
-pub(crate) fn live_processes(pids: &[u32], since: Instant) -> Vec<u32> {
-    let mut found = Vec::new();
-    #[cfg(target_os = "linux")]
-    {
-        let sessions = snapshot::since(since);
-        for pid in pids {
-            if let Some(members) = sessions.get(pid) {
-                found.extend_from_slice(members);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = since;
-        for &pid in pids {
-            // SAFETY: signal 0 only checks for existence.
-            if unsafe { libc::kill(-(pid as libc::pid_t), 0) } == 0 {
-                found.push(pid);
-            }
-        }
-    }
-    found
-}
-
-#[cfg(target_os = "linux")]
-mod snapshot {
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, PoisonError};
-    use std::time::Instant;
-
-    /// Session id → its live processes, and when the scan that found them began.
-    type Sessions = (Instant, Arc<HashMap<u32, Vec<u32>>>);
-
-    static LAST: Mutex<Option<Sessions>> = Mutex::new(None);
-
-    /// The sessions as seen by a scan that began at `since` or later.
-    pub(super) fn since(since: Instant) -> Arc<HashMap<u32, Vec<u32>>> {
-        // Held during a scan: whoever waits for it reuses its result if it is recent enough.
-        let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((began, sessions)) = last.as_ref()
-            && *began >= since
-        {
-            return sessions.clone();
-        }
-        let began = Instant::now();
-        let sessions = Arc::new(scan());
-        *last = Some((began, sessions.clone()));
-        sessions
-    }
-
-    fn scan() -> HashMap<u32, Vec<u32>> {
-        let mut sessions: HashMap<u32, Vec<u32>> = HashMap::new();
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return sessions;
-        };
-        for entry in dir.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            if let Some((state, session)) = super::parse_stat(&stat)
-                && state != 'Z'
-                && state != 'X'
-            {
-                sessions.entry(session).or_default().push(pid);
-            }
-        }
-        sessions
-    }
-}
-
-/// State and session id from a `/proc/<pid>/stat` line. The command name (field 2) may contain
-/// spaces and parentheses, so fields are counted after its last `)`.
-#[cfg(target_os = "linux")]
-fn parse_stat(stat: &str) -> Option<(char, u32)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let _pgrp = fields.next()?;
-    let session = fields.next()?.parse().ok()?;
-    Some((state, session))
 }
 
 #[cfg(test)]
@@ -254,14 +154,6 @@ mod tests {
         assert_eq!("KILL".parse::<Signal>().unwrap().number(), 9);
         assert_eq!(Signal::INT.name(), "SIGINT");
         assert_eq!(signal_name(64), "SIG64");
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn stat_lines_with_odd_command_names_parse() {
-        let line = "42 (a) b (c)) S 1 42 42 0 -1 4194560 0 0";
-        assert_eq!(parse_stat(line), Some(('S', 42)));
-        assert_eq!(parse_stat("garbage"), None);
     }
 
     #[test]

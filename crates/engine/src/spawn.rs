@@ -30,12 +30,17 @@ pub(crate) struct SpawnSpec {
     pub env: BTreeMap<String, String>,
     pub cols: u16,
     pub rows: u16,
+    /// Given to the job as `PTYJOBS_JOB_ID`: how its processes are recognised, even those that
+    /// leave its session.
+    pub job_id: crate::job::JobId,
 }
 
-/// A started child: its pid (= process group = session id) and the PTY master.
+/// A started child: its pid (= process group = session id) and the PTY master, twice (one
+/// for writes and resizes, one for the reader), both made before the child started.
 pub(crate) struct Spawned {
     pub pid: u32,
     pub master: OwnedFd,
+    pub reader: OwnedFd,
 }
 
 /// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
@@ -43,9 +48,12 @@ pub(crate) struct Spawned {
 pub(crate) const NO_EDITOR: &str = "sh -c 'echo \"ptyjobs: no interactive editor in a background job; \
 pass the text on the command line (git commit -m ...)\" >&2; exit 1'";
 
-/// The environment every job gets on top of the server's: a capable terminal, no pager and no
-/// editor to hang in.
-fn job_env(extra: &BTreeMap<String, String>) -> BTreeMap<OsString, OsString> {
+/// The environment every job gets on top of the server's: a capable terminal, no pager, no
+/// editor to hang in, and its own id (`PTYJOBS_JOB_ID`).
+fn job_env(
+    extra: &BTreeMap<String, String>,
+    job_id: crate::job::JobId,
+) -> BTreeMap<OsString, OsString> {
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
         .filter(|(k, _)| k != "COLUMNS" && k != "LINES")
         .collect();
@@ -63,6 +71,8 @@ fn job_env(extra: &BTreeMap<String, String>) -> BTreeMap<OsString, OsString> {
     for (k, v) in extra {
         env.insert(k.into(), v.into());
     }
+    // Last, so that neither the server's environment nor the job's own can change it.
+    env.insert(crate::procs::JOB_ID_ENV.into(), job_id.to_string().into());
     env
 }
 
@@ -70,12 +80,23 @@ fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
     CString::new(bytes).map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
 }
 
-/// Starts `spec` on a new PTY.
+/// Starts `spec` on a new PTY. Everything that can fail for want of resources (the PTY, its
+/// second descriptor, its flags) is done before the child starts, so a failure leaves no child.
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
-    let pid = start(spec, &slave_path)?;
     pty::set_nonblocking(&master)?;
-    Ok(Spawned { pid, master })
+    let reader = master.try_clone().map_err(|e| match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE) => Error::LimitReached(format!(
+            "no file descriptor left for a new job ({e}); kill or wait for some jobs"
+        )),
+        _ => Error::Io(e),
+    })?;
+    let pid = start(spec, &slave_path)?;
+    Ok(Spawned {
+        pid,
+        master,
+        reader,
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -88,7 +109,7 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         cstring(b"-c", "")?,
         cstring(spec.command.as_bytes(), "command")?,
     ];
-    let env: Vec<CString> = job_env(&spec.env)
+    let env: Vec<CString> = job_env(&spec.env, spec.job_id)
         .into_iter()
         .map(|(k, v)| cstring(&[k.as_bytes(), b"=", v.as_bytes()].concat(), "environment"))
         .collect::<Result<_>>()?;
@@ -208,7 +229,7 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         .arg(&spec.command)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(job_env(&spec.env))
+        .envs(job_env(&spec.env, spec.job_id))
         .stdin(Stdio::from(slave.try_clone()?))
         .stdout(Stdio::from(slave.try_clone()?))
         .stderr(Stdio::from(slave));

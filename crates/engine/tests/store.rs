@@ -39,7 +39,7 @@ async fn a_later_manager_reads_the_jobs_of_an_earlier_one() {
         second
             .kill(running.id, ptyjobs_engine::Signal::TERM, None)
             .await,
-        Ok(ptyjobs_engine::KillOutcome::AlreadyTerminated)
+        Ok(r) if r.outcome == ptyjobs_engine::KillOutcome::AlreadyTerminated
     ));
     assert!(matches!(
         second.write(failed.id, b"x"),

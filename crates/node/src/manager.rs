@@ -360,7 +360,7 @@ impl JobManager {
         env.spawn_future_with_callback(
             async move { Ok(jobs.kill(id, signal, grace).await) },
             |env, res| match res {
-                Ok(outcome) => Ok(KillResult::from(outcome)),
+                Ok(report) => Ok(KillResult::from(report.outcome)),
                 Err(e) => Err(into_napi(env, from_engine(e))),
             },
         )

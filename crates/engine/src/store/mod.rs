@@ -43,14 +43,15 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
-use crate::signal::{self, KillOutcome, Signal};
+use crate::kill::{self, Target};
+use crate::signal::{KillOutcome, KillReport, Signal};
 
 use fs::Dir;
 use log::LogIndex;
 pub(crate) use log::LogWriter;
 pub use owner::ProcessRef;
 pub use record::{JobRecord, ServerRef};
-use spare::Spare;
+pub(crate) use spare::Spare;
 
 /// Where and how much job history is kept on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,6 +96,10 @@ pub struct StoredJob {
     pub record: JobRecord,
     /// Whether the server that owns the job is alive now.
     pub owner_alive: bool,
+    /// The record on disk still says `running` but its server is gone: it is shown as
+    /// `killed` ("server stopped"), and the next server's upkeep ends whatever is left of the
+    /// job (identity checked) and rewrites the record so. Reading never does either.
+    pub orphaned: bool,
 }
 
 impl StoredJob {
@@ -361,6 +366,7 @@ impl Store {
                 return Ok(StoredJob {
                     record,
                     owner_alive,
+                    orphaned: false,
                 });
             }
             crate::manager::lock(&self.finals).remove(&id);
@@ -393,36 +399,24 @@ impl Store {
             || *alive
                 .entry(record.server.clone())
                 .or_insert_with(|| record.server.is_alive());
-        if record.status == JobStatus::Running && !owner_alive {
+        // A server takes over the records of gone servers in its upkeep (`take_over`); a read
+        // only shows them so: reads never signal and never write.
+        let orphaned = record.status == JobStatus::Running && !owner_alive;
+        if orphaned {
             let last_seen = [META, LOG, SCREEN]
                 .iter()
                 .filter_map(|f| mtime(&dir.join(f)))
                 .max()
                 .unwrap_or_else(Utc::now);
-            // A server takes over the records of gone servers; readers only show them so.
-            if self.server.is_some() {
-                // The hang-up of its terminal ends nearly every job with its server; one that
-                // ignores SIGHUP is ended now, so that `killed` is true. Its session is
-                // signalled only when the recorded leader is still the job (not a reused pid)
-                // or gone (a live session keeps its id from being reused).
-                let p = record.process;
-                if p.is_alive() || ProcessRef::of(p.pid).is_none() {
-                    signal::kill_jobs(&[p.pid], libc::SIGKILL);
-                }
-                record.orphaned(last_seen);
-                if let Err(e) = self.write_record(&record) {
-                    tracing::warn!("cannot update the record of job {id}: {e}");
-                }
-            } else {
-                record.orphaned(last_seen);
-            }
+            record.orphaned(last_seen);
         }
-        if cache && record.status.is_final() {
+        if cache && record.status.is_final() && !orphaned {
             crate::manager::lock(&self.finals).insert(id, record.clone());
         }
         Ok(StoredJob {
             record,
             owner_alive,
+            orphaned,
         })
     }
 
@@ -500,17 +494,18 @@ impl Store {
         }
     }
 
-    /// Kills a job another process owns, for the CLI: leaves a kill request (so its server
-    /// records `killed`), then signals the job's process group after checking, by its start
-    /// time, that the recorded process is still the job. A job that outlived its dead server
-    /// (it ignored the hang-up) is killed the same way.
+    /// Kills a job for the CLI through the engine's one kill path: leaves a kill request (so
+    /// its server records `killed`), then TERM, the grace (capped by
+    /// [`crate::MAX_KILL_GRACE`]), KILL, each only to processes proven to be the job's. A
+    /// record that is not `running` on disk is never acted on. A job whose server is gone is
+    /// ended the same way and its record rewritten as `killed`.
     ///
     /// # Errors
-    /// [`Error::NotRunning`] when no process of the job is left.
-    pub fn kill(&self, id: JobId, grace: Duration) -> Result<KillOutcome> {
+    /// [`Error::NotRunning`] when the record is final or no process of the job is alive.
+    pub fn kill(&self, id: JobId, grace: Duration) -> Result<KillReport> {
         let job = self.load(id)?;
         let r = &job.record;
-        if !r.process.is_alive() {
+        if r.status != JobStatus::Running && !job.orphaned {
             return Err(Error::NotRunning {
                 id,
                 status: r.status,
@@ -519,15 +514,29 @@ impl Store {
         if let Err(e) = self.leave_kill_request(id) {
             tracing::warn!("cannot leave a kill request for job {id}: {e}");
         }
-        let pid = r.process.pid;
-        signal::signal_groups(&[pid], Signal::TERM.number());
-        let deadline = std::time::Instant::now() + grace.min(Duration::from_secs(3600));
-        while std::time::Instant::now() < deadline && r.process.is_alive() {
-            std::thread::sleep(Duration::from_millis(20));
+        let target = Target::recorded(id, r.process);
+        let ended = kill::end(
+            &[target],
+            Signal::TERM.number(),
+            grace.min(crate::MAX_KILL_GRACE),
+        )
+        .pop()
+        .unwrap_or_default();
+        if job.orphaned {
+            // Its server is gone: nobody else will record the end.
+            if let Err(e) = self.write_record(&job.record) {
+                tracing::warn!("cannot update the record of job {id}: {e}");
+            }
         }
-        if r.process.is_alive() {
-            signal::signal_groups(&[pid], libc::SIGKILL);
+        if !ended.signalled {
+            return Err(Error::NotRunning {
+                id,
+                status: r.status,
+            });
         }
-        Ok(KillOutcome::Killed)
+        Ok(KillReport {
+            outcome: KillOutcome::Killed,
+            survivors: ended.survivors,
+        })
     }
 }

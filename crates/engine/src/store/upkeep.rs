@@ -1,20 +1,64 @@
 //! Upkeep of the state directory: spare job directories made ahead, retention, removal.
 
+use std::time::Duration;
+
 use chrono::Utc;
 
-use super::{META, PruneReport, Store};
+use super::{META, PruneReport, Spare, Store};
 use crate::error::{Error, Result};
 use crate::job::JobId;
+use crate::kill::{self, Target};
 
 impl Store {
     /// The upkeep a server runs at start and then periodically, off its runtime: reading every
     /// record takes over those of gone servers (`running` ones become `killed`, "server
     /// stopped"), the retention limits apply, forgotten spares go, and a spare is made ready.
     pub fn maintain(&self) -> PruneReport {
+        self.take_over();
         let report = self.prune();
         self.sweep_spares();
         self.prepare_spare();
         report
+    }
+
+    /// Takes over the `running` records of servers that are gone (a server only; a reader
+    /// never does): whatever is left of those jobs is ended through the one kill path —
+    /// SIGKILL, to processes proven to be the job's only (see [`crate::kill`]) — and each
+    /// record is rewritten as `killed` ("server stopped"). The hang-up of their terminal ended
+    /// nearly all of them with their server; this ends the ones that ignored it.
+    pub(crate) fn take_over(&self) {
+        if self.server.is_none() {
+            return;
+        }
+        let orphans: Vec<_> = self
+            .records_uncached()
+            .into_iter()
+            .filter(|j| j.orphaned)
+            .collect();
+        if orphans.is_empty() {
+            return;
+        }
+        let targets: Vec<Target> = orphans
+            .iter()
+            .map(|j| Target::recorded(j.record.id, j.record.process))
+            .collect();
+        kill::end(&targets, libc::SIGKILL, Duration::ZERO);
+        for job in &orphans {
+            if let Err(e) = self.write_record(&job.record) {
+                tracing::warn!("cannot update the record of job {}: {e}", job.record.id);
+            }
+        }
+    }
+
+    /// Gives back a spare taken for a job that did not start.
+    pub(crate) fn put_back_spare(&self, spare: Spare) {
+        let mut slot = crate::manager::lock(&self.spare);
+        if slot.is_none() {
+            *slot = Some(spare);
+        } else {
+            drop(slot);
+            let _ = self.jobs.remove_tree(&spare.id.to_string());
+        }
     }
 
     /// Removes a finished job's record and log.

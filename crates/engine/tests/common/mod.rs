@@ -83,3 +83,35 @@ pub fn session_processes(sid: u32) -> Vec<u32> {
     }
     out
 }
+
+/// Live (non-zombie) processes whose environment carries `PTYJOBS_JOB_ID=<id>`: every process
+/// of a job, including those that left its session.
+pub fn marked_processes(id: JobId) -> Vec<u32> {
+    let needle = format!("PTYJOBS_JOB_ID={id}");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = s[s.rfind(')')? + 1..].to_owned();
+                rest.split_whitespace()
+                    .next()
+                    .map(|st| st == "Z" || st == "X")
+            })
+            .unwrap_or(true);
+        if !zombie && env.split(|&b| b == 0).any(|e| e == needle.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}

@@ -19,11 +19,12 @@ fn named(job: &StoredJob) -> String {
     format!("job {id} ({})", truncate(&one_line(label), 40))
 }
 
-/// Kills a running job (TERM to its process group, KILL after `grace_ms`; its server records
-/// it `killed`), then prints how it ended. A job that is not running is an error.
+/// Kills a running job through the engine's kill path (TERM to the processes proven to be the
+/// job's, KILL after `grace_ms`; its server records it `killed`), then prints how it ended.
+/// A job that is not running is an error, and nothing is signalled.
 pub(crate) fn kill(store: &Store, id: &str, grace_ms: u64) -> CmdResult {
     let id = store.resolve(id)?;
-    store.kill(id, Duration::from_millis(grace_ms))?;
+    let report = store.kill(id, Duration::from_millis(grace_ms))?;
     let deadline = Instant::now() + RECORD_WAIT;
     let job = loop {
         let job = store.load(id)?;
@@ -43,6 +44,13 @@ pub(crate) fn kill(store: &Store, id: &str, grace_ms: u64) -> CmdResult {
     };
     let mut out = Out::new();
     out.line(&what)?;
+    if !report.survivors.is_empty() {
+        let pids: Vec<String> = report.survivors.iter().map(u32::to_string).collect();
+        out.line(&format!(
+            "still alive after SIGKILL: pid {}",
+            pids.join(", ")
+        ))?;
+    }
     out.flush()?;
     Ok(())
 }

@@ -53,8 +53,8 @@ pub enum Command {
     Kill {
         /// The job's id or a unique prefix of it.
         id: String,
-        /// Milliseconds between TERM and KILL, at most 600000.
-        #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(..=600_000))]
+        /// Milliseconds between TERM and KILL, at most 60000 (the engine's cap).
+        #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(..=ptyjobs_engine::MAX_KILL_GRACE.as_millis() as u64))]
         grace_ms: u64,
     },
     /// Remove finished jobs' records and logs.

@@ -2,15 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use ptyjobs_engine::{JobInfo, KillOutcome};
+use ptyjobs_engine::{JobInfo, KillOutcome, KillReport};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Status, WaitResult, rfc3339};
 use crate::budget;
-
-/// `kill_job` upper bound on `grace_ms`.
-pub const MAX_GRACE_MS: u64 = 60_000;
 
 /// Input of execute_command.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -249,16 +246,29 @@ pub enum KillStatus {
 pub struct KillResult {
     /// killed, already_terminated or not_found.
     pub status: KillStatus,
+    /// Pids of the job's processes still alive after SIGKILL and a bounded wait (normally
+    /// absent: nothing survived).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub survivors: Vec<u32>,
 }
 
 impl From<KillOutcome> for KillResult {
     fn from(k: KillOutcome) -> Self {
-        let status = match k {
+        KillReport::of(k).into()
+    }
+}
+
+impl From<KillReport> for KillResult {
+    fn from(k: KillReport) -> Self {
+        let status = match k.outcome {
             KillOutcome::Killed => KillStatus::Killed,
             KillOutcome::AlreadyTerminated => KillStatus::AlreadyTerminated,
             KillOutcome::NotFound => KillStatus::NotFound,
         };
-        Self { status }
+        Self {
+            status,
+            survivors: k.survivors,
+        }
     }
 }
 

@@ -76,7 +76,8 @@ impl Server {
         &self,
         Parameters(p): Parameters<JobIdParams>,
     ) -> Result<Json<StatusResult>, ToolError> {
-        Ok(Json(self.jobs.status(job_id(&p.job_id)?)?.into()))
+        let id = job_id(&p.job_id)?;
+        Ok(Json(self.jobs.status_async(id).await?.into()))
     }
 
     /// List jobs with their status, name, command, start time and exit code, newest first.
@@ -89,7 +90,8 @@ impl Server {
     ) -> Result<Json<ListResult>, ToolError> {
         let jobs: Vec<_> = self
             .jobs
-            .list()
+            .list_async()
+            .await?
             .into_iter()
             .filter(|j| p.status.is_none_or(|s| Status::from(j.status) == s))
             .collect();
@@ -136,9 +138,8 @@ impl Server {
             Some(SignalArg::Name(name)) => name.parse::<Signal>()?,
             Some(SignalArg::Number(n)) => n.to_string().parse::<Signal>()?,
         };
-        let grace = p
-            .grace_ms
-            .map(|ms| Duration::from_millis(ms.min(MAX_GRACE_MS)));
+        // Capped by the engine (EngineConfig::max_kill_grace), the one cap.
+        let grace = p.grace_ms.map(Duration::from_millis);
         Ok(Json(self.jobs.kill(id, signal, grace).await?.into()))
     }
 
@@ -155,7 +156,7 @@ impl Server {
         peer: Peer<RoleServer>,
     ) -> Result<Json<RemoveResult>, ToolError> {
         let id = job_id(&p.job_id)?;
-        self.jobs.remove(id)?;
+        self.jobs.remove_async(id).await?;
         self.resource_list_changed(&peer);
         Ok(Json(RemoveResult {
             job_id: id.to_string(),

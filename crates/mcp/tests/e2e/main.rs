@@ -14,6 +14,7 @@ mod procs;
 mod protocol;
 mod raw;
 mod schemas;
+mod takeover;
 mod tasks;
 mod terminal;
 mod tools;

@@ -413,3 +413,123 @@ async fn an_unusable_state_dir_leaves_the_jobs_in_memory_with_a_warning() {
     .await;
     assert!(log.contains("a-file"), "{log}");
 }
+
+/// A job that prints 300 lines of 999 characters on a 1000×1000 screen, then fails with exit code 3: its final record (which
+/// holds the final screen) is large, so writing it takes a while.
+fn big_final_screen() -> Value {
+    json!({
+        "command": "head -c 299700 /dev/zero | tr '\\0' x | fold -w 999; exit 3",
+        "cols": 1000,
+        "rows": 1000,
+    })
+}
+
+#[tokio::test]
+async fn a_final_status_once_answered_survives_a_crash_right_after() {
+    let state = tempfile::tempdir().expect("temp dir");
+    for round in 0..20 {
+        let mut a = Server::start_in(state.path(), &[]).await;
+        let (id, _) = a.exec_with(big_final_screen()).await;
+        // Ask as fast as possible, so the first final answer is seen as early as it can be.
+        let deadline = std::time::Instant::now() + DEADLINE * 3;
+        let seen = loop {
+            let st = a.status(&id).await;
+            if st["status"] != "running" {
+                break st;
+            }
+            assert!(std::time::Instant::now() < deadline, "job {id} never ended");
+        };
+        a.crash().await;
+        assert_eq!(
+            (&seen["status"], &seen["exit_code"]),
+            (&json!("failed"), &json!(3))
+        );
+        let b = Server::start_in(state.path(), &[]).await;
+        let after = b.status(&id).await;
+        assert_eq!(
+            (&after["status"], &after["exit_code"], &after["reason"]),
+            (&seen["status"], &seen["exit_code"], &seen["reason"]),
+            "round {round}: answered {seen}, after the crash {after}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn remove_job_racing_the_jobs_end_never_resurrects_its_record() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let s = Server::start_in(state.path(), &[]).await;
+    for round in 0..15 {
+        let (id, _) = s.exec_with(big_final_screen()).await;
+        // Remove it the moment it is allowed: right as the job ends.
+        let deadline = std::time::Instant::now() + DEADLINE * 3;
+        loop {
+            let r = s
+                .call_raw("remove_job", json!({ "job_id": id }))
+                .await
+                .expect("remove_job answers");
+            let text = crate::util::text(&r);
+            if r.is_error != Some(true) {
+                break;
+            }
+            assert!(text.contains("still running"), "round {round}: {text}");
+            assert!(std::time::Instant::now() < deadline, "job {id} never ended");
+        }
+        // Another job start to end: whatever the first one's end still had to do is done.
+        let (other, _) = s.exec("true").await;
+        s.wait_done(&other).await;
+        assert!(
+            !job_dir(state.path(), &id).exists(),
+            "round {round}: the removed job's directory came back: {:?}",
+            walk(&job_dir(state.path(), &id))
+        );
+        let e = s
+            .tool_error("get_job_status", json!({ "job_id": id }))
+            .await;
+        assert!(e.contains("no job"), "round {round}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn searches_over_disk_logs_do_not_delay_other_calls() {
+    use std::time::{Duration, Instant};
+    let state = tempfile::tempdir().expect("temp dir");
+    let mut a = Server::start_in(state.path(), &[]).await;
+    let (big, _) = a.exec("seq 1 1500000").await; // ~10 MB of log
+    wait_until("the big job to end", DEADLINE * 6, || async {
+        (a.status(&big).await["status"] != "running").then_some(())
+    })
+    .await;
+    a.crash().await;
+    // Now the job is known from the disk only: a search reads its whole log.
+    let b = Server::start_in(state.path(), &[]).await;
+    let (live, _) = b.exec("sleep 1000").await;
+    let search = || {
+        b.ok(
+            "search_job_output",
+            json!({ "job_id": big, "pattern": "^never$" }),
+        )
+    };
+    let pings = async {
+        // Let the searches begin, then time calls that need no disk at all.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut worst = Duration::ZERO;
+        for _ in 0..10 {
+            let t = Instant::now();
+            b.status(&live).await;
+            worst = worst.max(t.elapsed());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        worst
+    };
+    let t = Instant::now();
+    let (r1, r2, r3, r4, worst) = tokio::join!(search(), search(), search(), search(), pings);
+    let searching = t.elapsed();
+    for r in [r1, r2, r3, r4] {
+        assert_eq!(r["total_matches"], 0, "{r}");
+    }
+    eprintln!("4 disk searches took {searching:?}; the slowest status call beside them {worst:?}");
+    assert!(
+        worst * 4 < searching,
+        "a status call waited {worst:?} behind disk searches that took {searching:?}"
+    );
+}

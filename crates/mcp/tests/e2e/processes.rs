@@ -67,3 +67,49 @@ async fn the_running_jobs_limit_holds_and_finished_jobs_do_not_count() {
     // The slot frees once the killed job is final, which kill_job waits for.
     s.exec("sleep 1000").await;
 }
+
+/// Live processes whose environment carries `PTYJOBS_JOB_ID=<id>` (a job's, in its session
+/// or not).
+fn marked(id: &str) -> Vec<u32> {
+    let needle = format!("PTYJOBS_JOB_ID={id}");
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| crate::util::alive(*pid))
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/environ"))
+                        .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn kill_job_ends_a_process_that_left_the_jobs_session() {
+    let s = Server::start(&[]).await;
+    let (id, sid) = s.exec("setsid -f sleep 1000; echo armed; sleep 1000").await;
+    s.wait_output(&id, "armed").await;
+    let escaped = wait_until("the escaped sleep", DEADLINE, || async {
+        let out: Vec<u32> = marked(&id)
+            .into_iter()
+            .filter(|p| !session_processes(sid).contains(p))
+            .collect();
+        (!out.is_empty()).then_some(out)
+    })
+    .await;
+    for &pid in &escaped {
+        s.track(pid); // killed when the test ends, should it fail
+    }
+    let k = s
+        .ok("kill_job", json!({ "job_id": id, "grace_ms": 200 }))
+        .await;
+    assert_eq!(k["status"], "killed", "{k}");
+    assert!(k.get("survivors").is_none(), "{k}");
+    assert_eq!(
+        marked(&id),
+        Vec::<u32>::new(),
+        "the kill answered before its end"
+    );
+}

@@ -1,0 +1,217 @@
+//! The process table as the kill path sees it: every live process with the facts that prove
+//! (or disprove) that it belongs to a job — its session, its start time, and the job id it
+//! carries in its environment (`PTYJOBS_JOB_ID`, set on every job's shell and inherited by
+//! everything it starts, even processes that left the session with `setsid`).
+//!
+//! Only Linux has such a table (`/proc`). Elsewhere the scan is empty, and the kill path
+//! signals nothing but its own not-yet-reaped children (see [`crate::kill`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::job::JobId;
+
+/// The environment variable every job's shell gets: the job's id. It is how a process that
+/// escaped the job's session is still recognised as the job's.
+pub const JOB_ID_ENV: &str = "PTYJOBS_JOB_ID";
+
+/// One live (non-zombie) process that ptyjobs may ever consider signalling. Processes that are
+/// never candidates are not in the table at all: pid 0 and 1, this process, and every process
+/// of this process's own session or process group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Proc {
+    /// Process id.
+    pub pid: u32,
+    /// Session id.
+    pub sid: u32,
+    /// Start time in clock ticks since boot.
+    pub start: u64,
+    /// The job id of its `PTYJOBS_JOB_ID`, when its environment is readable and has one.
+    pub marker: Option<JobId>,
+}
+
+/// The live processes as seen by a scan that began at `since` or later. Callers that ask at
+/// the same time share one scan, so a thousand concurrent kills cost a few scans, not a
+/// thousand. Blocking (reads `/proc`): call it off the async runtime.
+pub(crate) fn since(since: Instant) -> Arc<Vec<Proc>> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::since(since)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = since;
+        Arc::new(Vec::new())
+    }
+}
+
+/// The start time of `pid` in clock ticks since boot, and whether it is a zombie (Linux).
+pub(crate) fn start_of(pid: u32) -> Option<(u64, bool)> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let s = parse_stat(&stat)?;
+        Some((s.start, s.state == 'Z' || s.state == 'X'))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// The fields of a `/proc/<pid>/stat` line the kill path needs.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub state: char,
+    pub pgrp: u32,
+    pub sid: u32,
+    pub start: u64,
+}
+
+/// Parses a `/proc/<pid>/stat` line. The command name (field 2) may contain spaces and
+/// parentheses, so fields are counted after its last `)`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn parse_stat(stat: &str) -> Option<Stat> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // Fields after the name start at field 3 (state); starttime is field 22.
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        sid: fields.get(3)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// The job id in a NUL-separated environment block, if it has `PTYJOBS_JOB_ID=<uuid>`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn marker_in(environ: &[u8]) -> Option<JobId> {
+    let key = JOB_ID_ENV.as_bytes();
+    environ
+        .split(|&b| b == 0)
+        .filter_map(|entry| entry.strip_prefix(key)?.strip_prefix(b"="))
+        .next_back()
+        .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::time::Instant;
+
+    use super::{Proc, marker_in, parse_stat};
+    use crate::job::JobId;
+
+    /// The last scan and when it began.
+    type Last = (Instant, Arc<Vec<Proc>>);
+
+    static LAST: Mutex<Option<Last>> = Mutex::new(None);
+    /// Job markers already read, by (pid, start time): an environment is read once per process.
+    static MARKERS: Mutex<Option<Markers>> = Mutex::new(None);
+
+    /// Job markers by (pid, start time).
+    type Markers = HashMap<(u32, u64), Option<JobId>>;
+
+    pub(super) fn since(since: Instant) -> Arc<Vec<Proc>> {
+        // Held during a scan: whoever waits for it reuses its result if it is recent enough.
+        let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((began, procs)) = last.as_ref()
+            && *began >= since
+        {
+            return procs.clone();
+        }
+        let began = Instant::now();
+        let procs = Arc::new(scan());
+        *last = Some((began, procs.clone()));
+        procs
+    }
+
+    fn scan() -> Vec<Proc> {
+        let me = std::process::id();
+        let (my_sid, my_pgrp) = std::fs::read_to_string(format!("/proc/{me}/stat"))
+            .ok()
+            .and_then(|s| parse_stat(&s))
+            .map_or((0, 0), |s| (s.sid, s.pgrp));
+        let mut markers = MARKERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let old = markers.take().unwrap_or_default();
+        let mut seen = HashMap::with_capacity(old.len());
+        let mut procs = Vec::new();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return procs;
+        };
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid <= 1 || pid == me {
+                continue;
+            }
+            let Some(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| parse_stat(&s))
+            else {
+                continue;
+            };
+            if matches!(stat.state, 'Z' | 'X')
+                || stat.sid == my_sid
+                || stat.pgrp == my_pgrp
+                || stat.sid == 0
+            {
+                continue;
+            }
+            let key = (pid, stat.start);
+            let marker = match old.get(&key) {
+                Some(m) => *m,
+                None => std::fs::read(format!("/proc/{pid}/environ"))
+                    .ok()
+                    .and_then(|e| marker_in(&e)),
+            };
+            seen.insert(key, marker);
+            procs.push(Proc {
+                pid,
+                sid: stat.sid,
+                start: stat.start,
+                marker,
+            });
+        }
+        *markers = Some(seen);
+        procs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_odd_command_names_parse() {
+        let line = "42 (a) b (c)) S 1 40 41 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0";
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                state: 'S',
+                pgrp: 40,
+                sid: 41,
+                start: 12345
+            })
+        );
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn the_marker_is_found_only_as_a_whole_variable() {
+        let id = JobId::new();
+        let env = format!("A=1\0{JOB_ID_ENV}={id}\0B=2\0");
+        assert_eq!(marker_in(env.as_bytes()), Some(id));
+        let fake = format!("X{JOB_ID_ENV}={id}\0{JOB_ID_ENV}X={id}\0");
+        assert_eq!(marker_in(fake.as_bytes()), None);
+        assert_eq!(marker_in(format!("{JOB_ID_ENV}=nope").as_bytes()), None);
+    }
+}

@@ -1,0 +1,265 @@
+//! Starting a job, all or nothing: validate → reserve a running slot → spawn → start the
+//! reader → record → insert into the table. Each step that can fail undoes what the earlier
+//! ones did (guards), so a failed start leaves no slot taken, no process, no zombie and no
+//! record.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chrono::Utc;
+use tokio::sync::watch;
+
+use crate::config::EngineConfig;
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
+use crate::kill::{self, Leader, Target};
+use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_size, lock};
+use crate::pty;
+use crate::signal::Signal;
+use crate::spawn::{self, SpawnSpec};
+use crate::store::JobRecord;
+use crate::terminal::Terminal;
+
+impl JobManager {
+    /// Starts `spec.command` under a new PTY and returns at once.
+    ///
+    /// All or nothing: validate → reserve a running slot → spawn → start the reader → record →
+    /// insert into the table. A failure after the spawn kills and reaps the child and releases
+    /// the slot, so nothing of a failed start remains.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an empty command, a bad size or a `cwd` that is not a
+    /// directory; [`Error::LimitReached`] when `max_running` jobs run or no PTY is left;
+    /// [`Error::Spawn`] when the shell cannot be started.
+    pub fn execute(&self, spec: JobSpec) -> Result<JobInfo> {
+        let inner = &self.inner;
+        let (cols, rows, cwd) = validate(&inner.config, &spec)?;
+        let slot = Slot::reserve(inner)?;
+        let spare = inner.store.as_ref().and_then(|st| st.take_spare());
+        let id = spare.as_ref().map_or_else(JobId::new, |spare| spare.id);
+        let spawn_spec = SpawnSpec {
+            shell: inner.config.shell.clone(),
+            command: spec.command.clone(),
+            cwd: cwd.clone(),
+            env: spec.env.clone(),
+            cols,
+            rows,
+            job_id: id,
+        };
+        let spawned = match spawn::spawn(&spawn_spec) {
+            Ok(s) => s,
+            Err(e) => {
+                if let (Some(store), Some(spare)) = (&inner.store, spare) {
+                    store.put_back_spare(spare);
+                }
+                return Err(e);
+            }
+        };
+        let child = ChildGuard::new(id, spawned.pid);
+        let (events, _) = watch::channel(JobEvent::default());
+        let (done, _) = watch::channel(false);
+        let job = Arc::new(Job {
+            id,
+            name: spec.name.clone(),
+            command: spec.command.clone(),
+            cwd,
+            pid: spawned.pid,
+            leader: child.leader.clone(),
+            started: Utc::now(),
+            started_at: Instant::now(),
+            state: Mutex::new(State {
+                status: JobStatus::Running,
+                exit: None,
+                finished: None,
+                finished_at: None,
+                reason: None,
+                kill_reason: None,
+                term: Terminal::new(
+                    cols,
+                    rows,
+                    inner.config.transcript_bytes,
+                    inner.config.max_line_bytes,
+                ),
+                size: (cols, rows),
+                master: Some(Arc::new(spawned.master)),
+                record: None,
+            }),
+            events,
+            done,
+            input: Default::default(),
+        });
+        let (open_gate, gate) = std::sync::mpsc::sync_channel(1);
+        let sink = JobSink {
+            job: job.clone(),
+            manager: Arc::downgrade(inner),
+            store: inner.store.clone(),
+            gate,
+        };
+        pty::start_reader(
+            job.leader.clone(),
+            id,
+            spawned.reader,
+            inner.config.drain_timeout,
+            sink,
+        )?;
+        // From here on nothing fails: the reader owns the child (it reaps it), and the job
+        // owns its slot (released when it ends).
+        child.disarm();
+        slot.disarm();
+        self.record_start(&job, &spec, spare);
+        {
+            let mut t = lock(&inner.table);
+            t.jobs.insert(job.id, job.clone());
+            t.order.push(job.id);
+        }
+        let _ = open_gate.send(());
+        if let Some(timeout) = spec.timeout {
+            let weak = Arc::downgrade(inner);
+            inner.runtime.spawn(async move {
+                tokio::time::sleep(timeout).await;
+                if let Some(inner) = weak.upgrade() {
+                    let grace = inner.config.grace(None);
+                    inner.kill(id, Signal::TERM, grace, "timeout").await;
+                }
+            });
+        }
+        Ok(job.info())
+    }
+
+    /// Writes the first record of a job just started (with a store); a job whose record cannot
+    /// be written is kept in memory only.
+    fn record_start(&self, job: &Job, spec: &JobSpec, spare: Option<crate::store::Spare>) {
+        let inner = &self.inner;
+        let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?)))
+        else {
+            return;
+        };
+        let record = JobRecord::new(
+            &job.info(),
+            spec.env.keys().cloned().collect(),
+            server.clone(),
+        );
+        match store.begin(&record, spare) {
+            Ok(log) => {
+                let mut s = lock(&job.state);
+                s.term.set_log(log);
+                s.record = Some(record);
+            }
+            Err(e) => tracing::warn!("job {} is kept in memory only: {e}", job.id),
+        }
+        // The next job's directory, made while nobody waits for it.
+        let store = Arc::clone(store);
+        inner.runtime.spawn_blocking(move || store.prepare_spare());
+    }
+}
+
+/// Checks a spec before anything is started: the command, the environment, the size and the
+/// working directory. Returns the size and directory to use.
+fn validate(cfg: &EngineConfig, spec: &JobSpec) -> Result<(u16, u16, PathBuf)> {
+    if spec.command.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "command is empty: give a shell command".into(),
+        ));
+    }
+    if spec.command.contains('\0') {
+        return Err(Error::InvalidArgument("command contains a NUL byte".into()));
+    }
+    for (k, v) in &spec.env {
+        if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
+            return Err(Error::InvalidArgument(format!(
+                "invalid environment variable {k:?}"
+            )));
+        }
+    }
+    let cols = check_size("cols", spec.cols.unwrap_or(cfg.cols))?;
+    let rows = check_size("rows", spec.rows.unwrap_or(cfg.rows))?;
+    let cwd = match &spec.cwd {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::InvalidArgument(format!(
+                    "cwd {} does not exist or is not a directory",
+                    dir.display()
+                )));
+            }
+            dir.clone()
+        }
+        None => std::env::current_dir()?,
+    };
+    Ok((cols, rows, cwd))
+}
+
+/// A reserved running slot; released when dropped unless a started job took it over.
+struct Slot<'a> {
+    inner: &'a Inner,
+    held: bool,
+}
+
+impl<'a> Slot<'a> {
+    fn reserve(inner: &'a Inner) -> Result<Self> {
+        let mut t = lock(&inner.table);
+        if t.running >= inner.config.max_running {
+            return Err(Error::LimitReached(format!(
+                "{} jobs are running (the maximum); kill or wait for one first",
+                t.running
+            )));
+        }
+        t.running += 1;
+        Ok(Self { inner, held: true })
+    }
+
+    /// The job now holds the slot; its end releases it.
+    fn disarm(mut self) {
+        self.held = false;
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            let mut t = lock(&self.inner.table);
+            t.running = t.running.saturating_sub(1);
+        }
+    }
+}
+
+/// A child just spawned whose reader has not taken it over: killed (through the kill path:
+/// it is our unreaped child) and reaped when dropped, so a failed start leaves no process
+/// and no zombie.
+struct ChildGuard {
+    id: JobId,
+    leader: Arc<Leader>,
+    armed: bool,
+}
+
+impl ChildGuard {
+    fn new(id: JobId, pid: u32) -> Self {
+        Self {
+            id,
+            leader: Arc::new(Leader::new(pid)),
+            armed: true,
+        }
+    }
+
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        kill::signal_now(&[Target::own(self.id, &self.leader)], libc::SIGKILL);
+        let pid = nix::unistd::Pid::from_raw(libc::pid_t::try_from(self.leader.pid).unwrap_or(0));
+        self.leader.reap(|| {
+            loop {
+                match nix::sys::wait::waitpid(pid, None) {
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    _ => break Some(()),
+                }
+            }
+        });
+    }
+}
