@@ -45,7 +45,9 @@ impl JobManager {
     /// # Errors
     /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
     pub fn write(&self, id: JobId, data: &[u8]) -> Result<usize> {
-        let master = self.inner.job(id)?.master()?;
+        let job = self.inner.job(id)?;
+        let master = job.master()?;
+        job.input.clear(); // the input may answer the prompt
         Ok(pty::write_some(&master, data)?)
     }
 
@@ -57,6 +59,7 @@ impl JobManager {
     pub async fn write_all(&self, id: JobId, data: &[u8], deadline: Duration) -> Result<usize> {
         let job = self.inner.job(id)?;
         let master = job.master()?;
+        job.input.clear(); // the input may answer the prompt
         let until = Instant::now() + deadline;
         let mut written = 0;
         while written < data.len() {

@@ -23,6 +23,7 @@
 mod config;
 mod error;
 mod fastpath;
+mod input;
 mod interact;
 mod job;
 mod keys;
@@ -40,6 +41,7 @@ mod wait;
 
 pub use config::EngineConfig;
 pub use error::{Error, Result};
+pub use input::InputWait;
 pub use interact::Interaction;
 pub use job::{JobId, JobInfo, JobSpec, JobStatus};
 pub use keys::encode_keys;

@@ -81,6 +81,8 @@ pub(crate) struct Job {
     /// Becomes true when the job is final. Separate from `events` so that waiting for the end
     /// does not wake up for every batch of output.
     pub(crate) done: watch::Sender<bool>,
+    /// Whether the job waits for input, as its reader thread last found.
+    pub(crate) input: crate::input::InputWatch,
 }
 
 pub(crate) struct State {
@@ -130,6 +132,9 @@ impl Job {
             reason: s.reason.clone(),
             size: s.size,
             this_server: true,
+            input: (!s.status.is_final())
+                .then(|| self.input.current())
+                .flatten(),
         }
     }
 
@@ -160,6 +165,7 @@ struct JobSink {
 
 impl pty::Sink for JobSink {
     fn data(&self, bytes: &[u8]) {
+        self.job.input.clear();
         {
             let mut s = lock(&self.job.state);
             s.term.feed(bytes);
@@ -189,6 +195,10 @@ impl pty::Sink for JobSink {
             }
         };
         store.write_screen(self.job.id, Some(&screen));
+    }
+
+    fn quiet(&self, quiet: Duration) -> Option<Duration> {
+        crate::input::on_quiet(&self.job, quiet)
     }
 
     fn exited(&self, exit: ExitInfo) {
@@ -463,6 +473,7 @@ impl JobManager {
             }),
             events,
             done,
+            input: crate::input::InputWatch::default(),
         });
         if let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?)))
         {
