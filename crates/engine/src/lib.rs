@@ -20,6 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod attach;
 mod config;
 mod error;
 mod fastpath;
@@ -39,6 +40,7 @@ mod store;
 mod terminal;
 mod wait;
 
+pub use attach::{ATTACH_VERSION, AttachHello, AttachReply, AttachServer, attach_socket_path};
 pub use config::EngineConfig;
 pub use error::{Error, Result};
 pub use input::InputWait;

@@ -83,6 +83,8 @@ pub(crate) struct Job {
     pub(crate) done: watch::Sender<bool>,
     /// Whether the job waits for input, as its reader thread last found.
     pub(crate) input: crate::input::InputWatch,
+    /// The raw output, for attached clients.
+    pub(crate) tap: crate::attach::Tap,
 }
 
 pub(crate) struct State {
@@ -169,6 +171,7 @@ impl pty::Sink for JobSink {
         {
             let mut s = lock(&self.job.state);
             s.term.feed(bytes);
+            self.job.tap.send(bytes);
             // One write per batch: readers of the log (and a crash) lag by one batch at most.
             if let Some(log) = s.term.log_mut() {
                 log.flush();
@@ -474,6 +477,7 @@ impl JobManager {
             events,
             done,
             input: crate::input::InputWatch::default(),
+            tap: crate::attach::Tap::default(),
         });
         if let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?)))
         {

@@ -1,7 +1,9 @@
 //! End-to-end tests: the built `ptyjobs` binary driven by rmcp's own client over stdio.
 
+mod attach;
 mod bad_input;
 mod cursors;
+mod input;
 mod keys;
 mod lifecycle;
 mod persist;
