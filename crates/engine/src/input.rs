@@ -21,22 +21,7 @@
 //! on an async worker; readers only copy its last result. New output, or input written to the
 //! job, clears the state at once until the next probe.
 //!
-//! When it can be wrong:
-//! - **Late**: a job that starts reading without printing anything first is seen at the next
-//!   probe (at most [`RECHECK_SLOW`] later).
-//! - **Polling programs**: a program that waits on the terminal *and* other descriptors with
-//!   `poll`/`select`/`epoll` (a full-screen program such as `top` between redraws, a REPL with
-//!   timers) counts as waiting whenever it is quiet, because it does accept keys then. A
-//!   program that polls the terminal with a zero timeout in a busy loop, or reads it from a
-//!   thread this probe cannot attribute, is not seen. A descriptor set that cannot be read
-//!   (`/proc/<pid>/mem` refused, e.g. a setuid program) counts as not waiting.
-//! - **Quiet readers of other things**: a process blocked reading a pipe or a socket is never
-//!   waiting for input, even if a person would call it so (`cat | sort` waits on `cat`, which
-//!   does read the terminal, and is reported).
-//! - **Background groups**: only the foreground process group counts. A process of a
-//!   background group that reads the terminal is stopped by `SIGTTIN` and is not reported; a
-//!   job that made itself a new session (`setsid`) has left the terminal and is not seen.
-//! - **Not Linux**: there is no `/proc`; `waiting_for_input` is always false.
+//! When it can be wrong is stated on [`InputWait`].
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Mutex;
@@ -57,6 +42,28 @@ const RECHECK_SLOW: Duration = Duration::from_secs(1);
 const SLOW_AFTER: Duration = Duration::from_secs(3);
 
 /// A job waiting for input: what the person at its terminal would see.
+///
+/// A running job waits for input when its output has been quiet for 150 ms and a process of
+/// its terminal's foreground process group is asleep waiting for the terminal: in a `read` of
+/// it, or in a `poll`/`select`/`epoll_wait` whose set holds it. Looked at on the job's reader
+/// thread while output is quiet (at 150 ms, every 250 ms, every second after 3 s); new output
+/// or input written to the job clears it until the next look.
+///
+/// When it can be wrong:
+/// - **Late**: a job that starts reading without printing anything first is seen at the next
+///   probe (at most [`RECHECK_SLOW`] later).
+/// - **Polling programs**: a program that waits on the terminal *and* other descriptors with
+///   `poll`/`select`/`epoll` (a full-screen program such as `top` between redraws, a REPL with
+///   timers) counts as waiting whenever it is quiet, because it does accept keys then. A
+///   program that polls the terminal with a zero timeout in a busy loop is not seen. A descriptor set that cannot be read
+///   (`/proc/<pid>/mem` refused, e.g. a setuid program) counts as not waiting.
+/// - **Quiet readers of other things**: a process blocked reading a pipe or a socket is never
+///   waiting for input, even if a person would call it so (`cat | sort` waits on `cat`, which
+///   does read the terminal, and is reported).
+/// - **Background groups**: only the foreground process group counts. A process of a
+///   background group that reads the terminal is stopped by `SIGTTIN` and is not reported; a
+///   job that made itself a new session (`setsid`) has left the terminal and is not seen.
+/// - **Not Linux**: there is no `/proc`; `waiting_for_input` is always false.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InputWait {
     /// Whether the terminal echoes what is typed; false for passwords (the input never

@@ -1,34 +1,7 @@
 //! Attaching a person's terminal to a running job (`ptyjobs attach <id>`), over a Unix socket
 //! the server owns in its state directory. Nothing listens on the network.
 //!
-//! # Where the socket is, and why it is safe
-//! `<state>/sock/<server instance>.sock`, one per server (a job's record names its server's
-//! instance, so a client finds the socket from the job id). The `sock` directory is created
-//! 0700 and then checked without following links (`lstat`): it must be a directory owned by
-//! this user with no permission for group or others, else attaching is refused. A file already
-//! at the socket's path is removed only when it is a socket owned by this user; anything else
-//! (a planted file or link) makes the bind fail. The socket is made 0600. Every connection is
-//! checked with the peer's credentials (`SO_PEERCRED`): a peer whose uid differs from the
-//! server's is refused. Sockets left by servers that are gone (a connect is refused) are swept
-//! when a server starts listening; a server's own socket is removed when it stops
-//! ([`AttachServer`] dropped).
-//!
-//! # Protocol (version 1)
-//! 1. The client sends one line of JSON: [`AttachHello`], e.g.
-//!    `{"version":1,"job_id":"…","cols":120,"rows":40}\n`.
-//! 2. The server answers one line of JSON: [`AttachReply`]. With `ok: false` (unknown job, a
-//!    job that is not running or not this server's, another uid, a bad hello) it closes.
-//! 3. Then raw bytes both ways, until either side closes:
-//!    - server → client: what the person's terminal should receive. First the job's screen
-//!      now (clear, its rows, the cursor put where the job's is), then the job's output bytes
-//!      exactly as the job wrote them. When the job ends, a last line in brackets says so and
-//!      the server closes. A client too slow to keep up gets the screen again instead of the
-//!      bytes it missed.
-//!    - client → server: keystrokes, written to the job's terminal as they are. The detach key
-//!      is the client's business: it never sends it, it closes the connection.
-//!
-//! The job keeps its own terminal size (an agent may be reading its screen); the client's
-//! size in the hello is informative only.
+//! The socket's place and checks, and the protocol, are documented on [`AttachServer`].
 
 mod session;
 
@@ -106,7 +79,37 @@ impl Tap {
     }
 }
 
-/// The attach socket of a manager; dropping it stops listening and removes the socket.
+/// The attach socket of a manager ([`JobManager::serve_attach`]); dropping it stops listening
+/// and removes the socket.
+///
+/// # Where the socket is, and why it is safe
+/// `<state>/sock/<server instance>.sock`, one per server (a job's record names its server's
+/// instance, so a client finds the socket from the job id). The `sock` directory is created
+/// 0700 and then checked without following links (`lstat`): it must be a directory owned by
+/// this user with no permission for group or others, else attaching is refused. A file already
+/// at the socket's path is removed only when it is a socket owned by this user; anything else
+/// (a planted file or link) makes the bind fail. The socket is made 0600. Every connection is
+/// checked with the peer's credentials (`SO_PEERCRED`): a peer whose uid differs from the
+/// server's is refused. Sockets left by servers that are gone (a connect is refused) are swept
+/// when a server starts listening; a server's own socket is removed when it stops
+/// ([`AttachServer`] dropped).
+///
+/// # Protocol (version 1)
+/// 1. The client sends one line of JSON: [`AttachHello`], e.g.
+///    `{"version":1,"job_id":"…","cols":120,"rows":40}\n`.
+/// 2. The server answers one line of JSON: [`AttachReply`]. With `ok: false` (unknown job, a
+///    job that is not running or not this server's, another uid, a bad hello) it closes.
+/// 3. Then raw bytes both ways, until either side closes:
+///    - server → client: what the person's terminal should receive. First the job's screen
+///      now (clear, its rows, the cursor put where the job's is), then the job's output bytes
+///      exactly as the job wrote them. When the job ends, a last line in brackets says so and
+///      the server closes. A client too slow to keep up gets the screen again instead of the
+///      bytes it missed.
+///    - client → server: keystrokes, written to the job's terminal as they are. The detach key
+///      is the client's business: it never sends it, it closes the connection.
+///
+/// The job keeps its own terminal size (an agent may be reading its screen); the client's
+/// size in the hello is informative only.
 #[derive(Debug)]
 pub struct AttachServer {
     path: PathBuf,
@@ -182,8 +185,8 @@ pub(crate) fn peer_allowed(peer_uid: u32, own_uid: u32) -> bool {
 }
 
 impl JobManager {
-    /// Starts listening for `ptyjobs attach` clients on this manager's socket (see the
-    /// [module docs](crate::AttachServer) for the path, the checks and the protocol). Serves
+    /// Starts listening for `ptyjobs attach` clients on this manager's socket (see
+    /// [`AttachServer`] for the path, the checks and the protocol). Serves
     /// on the manager's runtime until the returned guard is dropped.
     ///
     /// # Errors

@@ -1,5 +1,5 @@
-//! The attach socket's accept loop and one attached client's session (protocol in the
-//! [parent module](super)).
+//! The attach socket's accept loop and one attached client's session (protocol on
+//! [`super::AttachServer`]).
 
 use std::io;
 use std::sync::{Arc, Weak};
@@ -57,12 +57,32 @@ async fn reply(wr: &mut (impl AsyncWriteExt + Unpin), r: &AttachReply) -> io::Re
     wr.flush().await
 }
 
-fn refusal(error: impl Into<String>) -> AttachReply {
-    AttachReply {
+/// Answers `ok: false` with `why` and closes. What the client sent is read (briefly) first:
+/// closing a socket with unread data would reset the connection and lose the answer.
+async fn refuse(
+    mut rd: impl AsyncRead + Unpin,
+    wr: &mut (impl AsyncWriteExt + Unpin),
+    why: impl Into<String>,
+) -> io::Result<()> {
+    let answer = AttachReply {
         ok: false,
-        error: Some(error.into()),
+        error: Some(why.into()),
         size: None,
-    }
+    };
+    reply(wr, &answer).await?;
+    wr.shutdown().await?;
+    let mut sink = [0u8; 1024];
+    let drain = async {
+        let mut left = HELLO_MAX;
+        while left > 0 {
+            match rd.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n as u64),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    Ok(())
 }
 
 async fn read_hello(
@@ -138,15 +158,15 @@ async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
     let (rd, mut wr) = stream.into_split();
     if !allowed {
         let why = "refused: only the user running the ptyjobs server may attach to its jobs";
-        return reply(&mut wr, &refusal(why)).await;
+        return refuse(rd, &mut wr, why).await;
     }
     let mut rd = BufReader::new(rd);
     let job = match read_hello(&mut rd).await.and_then(|h| find(&jobs, &h)) {
         Ok(job) => job,
-        Err(why) => return reply(&mut wr, &refusal(why)).await,
+        Err(why) => return refuse(rd, &mut wr, why).await,
     };
     let Some((screen, mut tap)) = screen_and_tap(&job) else {
-        return reply(&mut wr, &refusal(format!("job {} is not running", job.id))).await;
+        return refuse(rd, &mut wr, format!("job {} is not running", job.id)).await;
     };
     let size = lock(&job.state).size;
     let ok = AttachReply {
