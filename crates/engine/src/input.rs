@@ -16,16 +16,16 @@
 //!   `pselect6` whose descriptor set (read from `/proc/<pid>/mem`) holds the terminal for
 //!   reading.
 //!
-//! The probe runs on the job's reader thread while output is quiet (at [`QUIET`], then every
-//! [`RECHECK`], every [`RECHECK_SLOW`] once the job has been quiet for [`SLOW_AFTER`]), never
-//! on an async worker; readers only copy its last result. New output, or input written to the
-//! job, clears the state at once until the next probe.
+//! The probe runs on the job's reader thread while output is quiet (at [`QUIET`], then on the
+//! [`SCHEDULE`]), and on a blocking thread every [`WAIT_PROBE`] while a wait for input runs;
+//! never on an async worker. Readers only copy its last result. New output, or input written
+//! to the job, clears the state at once until the next probe.
 //!
 //! When it can be wrong is stated on [`InputWait`].
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::watch;
@@ -34,24 +34,29 @@ use crate::manager::{Job, lock};
 
 /// How long output must be quiet before a job can count as waiting for input.
 pub(crate) const QUIET: Duration = Duration::from_millis(150);
-/// How often a quiet job is probed again.
-const RECHECK: Duration = Duration::from_millis(250);
-/// ... once it has been quiet for [`SLOW_AFTER`].
-const RECHECK_SLOW: Duration = Duration::from_secs(1);
-/// When probing slows down.
-const SLOW_AFTER: Duration = Duration::from_secs(3);
+/// How often a quiet job is probed again: (quiet for less than this, probe every this).
+/// Every probe reads a few `/proc` files (~50 µs each on a loaded VM), so a job that has long
+/// been quiet is looked at less often; a wait for input probes it every 250 ms itself.
+const SCHEDULE: [(Duration, Duration); 3] = [
+    (Duration::from_secs(3), Duration::from_millis(250)),
+    (Duration::from_secs(10), Duration::from_secs(1)),
+    (Duration::MAX, Duration::from_secs(5)),
+];
+/// How often a wait for input probes the job itself.
+pub(crate) const WAIT_PROBE: Duration = Duration::from_millis(250);
 
 /// A job waiting for input: what the person at its terminal would see.
 ///
 /// A running job waits for input when its output has been quiet for 150 ms and a process of
 /// its terminal's foreground process group is asleep waiting for the terminal: in a `read` of
 /// it, or in a `poll`/`select`/`epoll_wait` whose set holds it. Looked at on the job's reader
-/// thread while output is quiet (at 150 ms, every 250 ms, every second after 3 s); new output
-/// or input written to the job clears it until the next look.
+/// thread while output is quiet (at 150 ms, every 250 ms, every second after 3 s, every 5 s
+/// after 10 s) and every 250 ms by a wait for input in progress; new output or input written to
+/// the job clears it until the next look.
 ///
 /// When it can be wrong:
 /// - **Late**: a job that starts reading without printing anything first is seen at the next
-///   probe (at most [`RECHECK_SLOW`] later).
+///   look: up to 5 s later for a job that has long been quiet, 250 ms for a wait for input.
 /// - **Polling programs**: a program that waits on the terminal *and* other descriptors with
 ///   `poll`/`select`/`epoll` (a full-screen program such as `top` between redraws, a REPL with
 ///   timers) counts as waiting whenever it is quiet, because it does accept keys then. A
@@ -76,19 +81,35 @@ pub struct InputWait {
     pub pid: u32,
 }
 
-/// A job's input state, written by its reader thread and read by everyone else.
-#[derive(Debug, Default)]
+/// A job's input state, written by its reader thread (and by waits for input) and read by
+/// everyone else.
+#[derive(Debug)]
 pub(crate) struct InputWatch {
     state: Mutex<Watched>,
     /// Bumped whenever the state changes, for waits.
     changed: watch::Sender<u64>,
 }
 
-#[derive(Debug, Default)]
+impl Default for InputWatch {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(Watched {
+                generation: 0,
+                wait: None,
+                last_output: Instant::now(),
+            }),
+            changed: watch::Sender::default(),
+        }
+    }
+}
+
+#[derive(Debug)]
 struct Watched {
     /// Bumped by every clear: a probe begun before it must not publish.
     generation: u64,
     wait: Option<InputWait>,
+    /// When the job last printed (or started).
+    last_output: Instant,
 }
 
 impl InputWatch {
@@ -97,7 +118,13 @@ impl InputWatch {
         lock(&self.state).wait.clone()
     }
 
-    /// Output arrived or input was written: the job is not known to wait any more.
+    /// Output arrived: the job is not known to wait any more, and not quiet.
+    pub(crate) fn output(&self) {
+        lock(&self.state).last_output = Instant::now();
+        self.clear();
+    }
+
+    /// Input was written: the job is not known to wait any more.
     pub(crate) fn clear(&self) {
         let had = {
             let mut s = lock(&self.state);
@@ -116,6 +143,11 @@ impl InputWatch {
 
     fn generation(&self) -> u64 {
         lock(&self.state).generation
+    }
+
+    /// How long the job has printed nothing.
+    fn quiet_for(&self) -> Duration {
+        lock(&self.state).last_output.elapsed()
     }
 
     /// Stores a probe's result, unless a clear happened since the probe began.
@@ -140,21 +172,33 @@ pub(crate) fn on_quiet(job: &Job, quiet: Duration) -> Option<Duration> {
     if quiet < QUIET {
         return Some(QUIET - quiet);
     }
+    probe_job(job)?;
+    SCHEDULE
+        .iter()
+        .find(|(until, _)| quiet < *until)
+        .map(|(_, every)| *every)
+}
+
+/// Probes `job` now if it has been quiet long enough (blocking: `/proc` reads; run it on a
+/// blocking thread). Used by waits for input, which want a fresher answer than the reader
+/// thread's schedule gives a long-quiet job.
+pub(crate) fn probe_if_quiet(job: &Job) {
+    if job.input.quiet_for() >= QUIET {
+        probe_job(job);
+    }
+}
+
+/// Probes and publishes; `None` when the job has no terminal any more.
+fn probe_job(job: &Job) -> Option<()> {
     let generation = job.input.generation();
-    let Ok(master) = job.master() else {
-        return None;
-    };
+    let master = job.master().ok()?;
     let wait = probe(&master).map(|(pid, echo)| InputWait {
         echo,
         prompt: prompt_of(job),
         pid,
     });
     job.input.publish(generation, wait);
-    Some(if quiet < SLOW_AFTER {
-        RECHECK
-    } else {
-        RECHECK_SLOW
-    })
+    Some(())
 }
 
 /// The text of the cursor's row on the job's screen.
@@ -206,6 +250,7 @@ mod sys {
         state: char,
         pgrp: u32,
         tty: u64,
+        threads: u32,
     }
 
     fn stat(path: &str) -> Option<Stat> {
@@ -216,10 +261,16 @@ mod sys {
             state: f.first()?.chars().next()?,
             pgrp: f.get(2)?.parse().ok()?,
             tty: f.get(4)?.parse::<i64>().ok()?.try_into().ok()?,
+            // Field 20; the fields here start at field 3.
+            threads: f.get(17)?.parse().ok()?,
         })
     }
 
-    fn tasks(pid: u32) -> Vec<u32> {
+    /// The threads of `pid` (its stat `st` says how many).
+    fn threads(pid: u32, st: &Stat) -> Vec<u32> {
+        if st.threads <= 1 {
+            return vec![pid];
+        }
         fs::read_dir(format!("/proc/{pid}/task"))
             .map(|d| {
                 d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -228,58 +279,72 @@ mod sys {
             .unwrap_or_default()
     }
 
-    /// The processes of group `pgrp` with their terminal: the leader and its descendants in
-    /// the group, or (leader gone) every process in it.
-    fn members(pgrp: u32) -> Vec<(u32, u64)> {
-        let leader = stat(&format!("/proc/{pgrp}/stat")).filter(|s| s.pgrp == pgrp);
-        let Some(leader) = leader else {
-            return scan(pgrp);
-        };
-        let mut out = vec![(pgrp, leader.tty)];
-        let mut i = 0;
-        while i < out.len() && out.len() < 1024 {
-            let pid = out[i].0;
-            i += 1;
-            for tid in tasks(pid) {
-                let Ok(kids) = fs::read_to_string(format!("/proc/{pid}/task/{tid}/children"))
-                else {
-                    continue;
-                };
-                for kid in kids
-                    .split_whitespace()
-                    .filter_map(|k| k.parse::<u32>().ok())
+    /// The children of `pid` that are in group `pgrp`, with their stat.
+    fn children(pid: u32, st: &Stat, pgrp: u32) -> Vec<(u32, Stat)> {
+        let mut out = Vec::new();
+        for tid in threads(pid, st) {
+            let Ok(kids) = fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")) else {
+                continue;
+            };
+            for kid in kids
+                .split_whitespace()
+                .filter_map(|k| k.parse::<u32>().ok())
+            {
+                if let Some(s) = stat(&format!("/proc/{kid}/stat"))
+                    && s.pgrp == pgrp
                 {
-                    if let Some(s) = stat(&format!("/proc/{kid}/stat"))
-                        && s.pgrp == pgrp
-                    {
-                        out.push((kid, s.tty));
-                    }
+                    out.push((kid, s));
                 }
             }
         }
         out
     }
 
-    fn scan(pgrp: u32) -> Vec<(u32, u64)> {
+    /// Every process of group `pgrp` (its leader is gone: a scan of `/proc`).
+    fn scan(pgrp: u32) -> Vec<(u32, Stat)> {
         let Ok(dir) = fs::read_dir("/proc") else {
             return Vec::new();
         };
         dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
             .filter_map(|pid| {
                 let s = stat(&format!("/proc/{pid}/stat"))?;
-                (s.pgrp == pgrp).then_some((pid, s.tty))
+                (s.pgrp == pgrp).then_some((pid, s))
             })
             .collect()
     }
 
-    /// The first process of group `pgrp` with a thread asleep waiting for its terminal.
+    /// The first process of group `pgrp` with a thread asleep waiting for its terminal. The
+    /// leader is looked at first, then its descendants in the group, breadth first, each as
+    /// it is found: the reader is nearly always the leader or its child, and every `/proc`
+    /// read costs tens of microseconds.
     pub(super) fn reader_in_group(pgrp: u32) -> Option<u32> {
-        members(pgrp).into_iter().find_map(|(pid, tty)| {
-            (tty != 0
-                && tasks(pid)
-                    .into_iter()
-                    .any(|tid| waits_on_tty(pid, tid, tty)))
-            .then_some(pid)
+        let mut queue: std::collections::VecDeque<(u32, Stat)> =
+            match stat(&format!("/proc/{pgrp}/stat")).filter(|s| s.pgrp == pgrp) {
+                Some(leader) => [(pgrp, leader)].into(),
+                None => scan(pgrp).into(),
+            };
+        let walk = queue.len() == 1;
+        let mut looked = 0;
+        while let Some((pid, st)) = queue.pop_front() {
+            if st.tty != 0 && waits(pid, &st) {
+                return Some(pid);
+            }
+            looked += 1;
+            if walk && looked < 1024 {
+                queue.extend(children(pid, &st, pgrp));
+            }
+        }
+        None
+    }
+
+    /// Whether a thread of `pid` sleeps waiting for its terminal.
+    fn waits(pid: u32, st: &Stat) -> bool {
+        if st.threads <= 1 {
+            return st.state == 'S' && waits_on_tty(pid, pid, st.tty);
+        }
+        threads(pid, st).into_iter().any(|tid| {
+            stat(&format!("/proc/{pid}/task/{tid}/stat")).is_some_and(|t| t.state == 'S')
+                && waits_on_tty(pid, tid, st.tty)
         })
     }
 
@@ -291,12 +356,9 @@ mod sys {
     }
 
     /// The system call thread `tid` of `pid` sleeps in: its number and arguments.
+    /// (The caller checked that the thread is in an interruptible sleep: a stopped thread —
+    /// `SIGTTIN` — may still show the read it was stopped in.)
     fn syscall(pid: u32, tid: u32) -> Option<(i64, Vec<u64>)> {
-        let st = stat(&format!("/proc/{pid}/task/{tid}/stat"))?;
-        // Only an interruptible sleep: a stopped thread (SIGTTIN) may still show its read.
-        if st.state != 'S' {
-            return None;
-        }
         let text = fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
         let mut it = text.split_whitespace();
         let nr: i64 = it.next()?.parse().ok()?;

@@ -167,7 +167,7 @@ struct JobSink {
 
 impl pty::Sink for JobSink {
     fn data(&self, bytes: &[u8]) {
-        self.job.input.clear();
+        self.job.input.output();
         {
             let mut s = lock(&self.job.state);
             s.term.feed(bytes);

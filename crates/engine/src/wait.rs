@@ -148,6 +148,9 @@ impl JobManager {
         let mut last_output = start;
         let mut last_bytes = rx.borrow().bytes;
         let mut next_probe = start;
+        // A wait for input probes the job itself, more often than a long-quiet job's reader.
+        let mut next_input_probe = start;
+        let mut input_probe: Option<tokio::task::JoinHandle<()>> = None;
         let mut next_tick = start + TICK;
         let reason = loop {
             let ev = *rx.borrow_and_update();
@@ -190,6 +193,16 @@ impl JobManager {
             {
                 break WaitReason::Idle;
             }
+            if spec.input
+                && now >= next_input_probe
+                && input_probe.as_ref().is_none_or(|h| h.is_finished())
+            {
+                let job = job.clone();
+                input_probe = Some(tokio::task::spawn_blocking(move || {
+                    crate::input::probe_if_quiet(&job);
+                }));
+                next_input_probe = now + crate::input::WAIT_PROBE;
+            }
             if let Some(port) = spec.port
                 && now >= next_probe
             {
@@ -219,6 +232,9 @@ impl JobManager {
             }
             if spec.port.is_some() {
                 wake = wake.min(next_probe);
+            }
+            if spec.input {
+                wake = wake.min(next_input_probe);
             }
             let changed = async {
                 tokio::select! {
