@@ -120,14 +120,20 @@ impl InputWatch {
 
     /// Output arrived: the job is not known to wait any more, and not quiet.
     pub(crate) fn output(&self) {
-        lock(&self.state).last_output = Instant::now();
-        self.clear();
+        self.forget(true);
     }
 
     /// Input was written: the job is not known to wait any more.
     pub(crate) fn clear(&self) {
+        self.forget(false);
+    }
+
+    fn forget(&self, output: bool) {
         let had = {
             let mut s = lock(&self.state);
+            if output {
+                s.last_output = Instant::now();
+            }
             s.generation += 1;
             s.wait.take().is_some()
         };

@@ -46,9 +46,17 @@ pub struct AttachReply {
     pub size: Option<(u16, u16)>,
 }
 
-/// The socket of the server `instance` in the state directory `state_dir`.
+/// The socket of the server `instance` in the state directory `state_dir`:
+/// `<state_dir>/sock/<the first 16 hex digits of instance>.sock`. Short, because a socket's
+/// path must fit in ~104 bytes; hex digits only, because the instance is read from a record on
+/// disk and must never make a path of its own.
 pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
-    state_dir.join("sock").join(format!("{instance}.sock"))
+    let name: String = instance
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(16)
+        .collect();
+    state_dir.join("sock").join(format!("{name}.sock"))
 }
 
 /// The raw output of a job, for attached clients. Nothing is allocated until someone attaches.
@@ -83,7 +91,7 @@ impl Tap {
 /// and removes the socket.
 ///
 /// # Where the socket is, and why it is safe
-/// `<state>/sock/<server instance>.sock`, one per server (a job's record names its server's
+/// `<state>/sock/<server instance>.sock` ([`attach_socket_path`]), one per server (a job's record names its server's
 /// instance, so a client finds the socket from the job id). The `sock` directory is created
 /// 0700 and then checked without following links (`lstat`): it must be a directory owned by
 /// this user with no permission for group or others, else attaching is refused. A file already
@@ -234,6 +242,14 @@ impl JobManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_socket_path_is_short_and_cannot_leave_its_directory() {
+        let p = attach_socket_path(Path::new("/s"), "0f3a9c1e-8b7d-4e2f-a1b2-c3d4e5f60718");
+        assert_eq!(p, Path::new("/s/sock/0f3a9c1e8b7d4e2f.sock"));
+        let evil = attach_socket_path(Path::new("/s"), "../../etc/x");
+        assert_eq!(evil, Path::new("/s/sock/ec.sock"));
+    }
 
     #[test]
     fn only_the_same_uid_may_attach() {

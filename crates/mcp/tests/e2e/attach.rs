@@ -242,3 +242,45 @@ async fn the_socket_is_private_and_another_user_is_refused() {
     );
     assert_eq!(s.status(&id).await["status"], "running");
 }
+
+/// The sockets in the state directory's `sock` directory.
+fn sockets(state: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(dir) = std::fs::read_dir(state.join("sock")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<_> = dir
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+        .collect();
+    found.sort();
+    found
+}
+
+#[tokio::test]
+async fn a_server_removes_its_socket_and_the_next_one_sweeps_a_dead_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    // A server that stops normally takes its socket away.
+    let mut s = Server::start_in(dir.path(), &[]).await;
+    let first = wait_until("the first socket", DEADLINE, || async {
+        sockets(dir.path()).pop()
+    })
+    .await;
+    s.close().await;
+    assert!(!first.exists(), "the socket outlived its server");
+    // One that is SIGKILLed leaves it behind; the next server on the directory removes it.
+    let mut crashed = Server::start_in(dir.path(), &[]).await;
+    let stale = wait_until("the second socket", DEADLINE, || async {
+        sockets(dir.path()).pop()
+    })
+    .await;
+    crashed.crash().await;
+    assert!(stale.exists());
+    let next = Server::start_in(dir.path(), &[]).await;
+    let left = wait_until("the dead server's socket to be swept", DEADLINE, || async {
+        let left = sockets(dir.path());
+        (left.len() == 1 && left[0] != stale).then_some(left)
+    })
+    .await;
+    assert!(!left.contains(&stale));
+    next.assert_serving().await;
+}
