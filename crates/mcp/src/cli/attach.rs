@@ -141,12 +141,13 @@ pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
             reply.error.unwrap_or_else(|| "the server refused".into()),
         ));
     }
-    eprint!(
-        "[attached to job {id}: {}; press Ctrl-] to detach]\r\n",
-        record.command
-    );
     let end = {
         let _raw = RawMode::enter(input)?;
+        // After raw mode: what the person types from now on goes to the job as typed.
+        eprint!(
+            "[attached to job {id}: {}; press Ctrl-] to detach]\r\n",
+            record.command
+        );
         pump(&mut sock, input)?
     };
     let mut out = std::io::stdout().lock();

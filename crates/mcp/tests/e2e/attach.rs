@@ -83,6 +83,17 @@ impl Person {
         .await;
     }
 
+    /// Waits until `needle` appears after the first screen was drawn (the clear it starts with).
+    async fn sees_after_clear(&self, needle: &str) {
+        let what = format!("{needle:?} on the job's screen");
+        wait_until(&what, DEADLINE, || async {
+            let screen = self.screen();
+            let at = screen.find("\x1b[2J")?;
+            screen[at..].contains(needle).then_some(())
+        })
+        .await;
+    }
+
     fn types(&mut self, keys: &[u8]) {
         self.master.write_all(keys).expect("type on the terminal");
     }
@@ -123,10 +134,14 @@ async fn a_person_attaches_answers_detaches_and_the_agent_carries_on() {
     s.wait_output(&id, "Name?").await;
 
     let mut person = Person::attach(dir.path(), &id[..8]);
-    // The screen first.
-    person.sees("hello-screen").await;
-    person.sees("Name?").await;
-    person.sees("Ctrl-]").await;
+    // The screen first: cleared, then the job's rows (the banner before it names the command,
+    // so look after the clear).
+    person.sees_after_clear("hello-screen").await;
+    person.sees_after_clear("Name?").await;
+    assert!(
+        person.screen().contains("Ctrl-]"),
+        "the banner says how to detach"
+    );
     // What the person types reaches the job; its answer comes back live.
     person.types(b"Alice\r");
     person.sees("hi Alice").await;
@@ -155,7 +170,7 @@ async fn attaching_to_a_job_that_ends_says_how_it_ended() {
     let (id, _) = s.exec("read -p 'Go? ' x; echo going; exit 3").await;
     s.wait_output(&id, "Go?").await;
     let mut person = Person::attach(dir.path(), &id);
-    person.sees("Go?").await;
+    person.sees_after_clear("Go?").await;
     person.types(b"y\r");
     person.sees("going").await;
     person.sees("ended: failed (exit code 3)").await;
