@@ -11,9 +11,11 @@
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 use nix::sys::termios::{SetArg, Termios, cfmakeraw, tcgetattr, tcsetattr};
 use ptyjobs_engine::{ATTACH_VERSION, AttachHello, AttachReply, Store, attach_socket_path};
 
@@ -24,6 +26,28 @@ const DETACH: u8 = 0x1d;
 /// Resets a terminal the job may have left in a special state: attributes, hidden cursor,
 /// bracketed paste, application cursor keys and keypad.
 const RESET: &[u8] = b"\x1b[0m\x1b[?25h\x1b[?2004l\x1b[?1l\x1b>";
+
+/// Set by SIGTERM, SIGHUP or SIGQUIT while attached: leave (restoring the terminal) instead of
+/// dying in raw mode.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Catches the signals that would end the command, without `SA_RESTART`: the poll returns
+/// `EINTR` and the loop sees [`STOP`].
+fn catch_signals() {
+    let action = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for sig in [Signal::SIGTERM, Signal::SIGHUP, Signal::SIGQUIT] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        let _ = unsafe { sigaction(sig, &action) };
+    }
+}
 
 /// The person's terminal in raw mode; its settings come back when this is dropped.
 struct RawMode<'a> {
@@ -141,6 +165,7 @@ pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
             reply.error.unwrap_or_else(|| "the server refused".into()),
         ));
     }
+    catch_signals();
     let end = {
         let _raw = RawMode::enter(input)?;
         // After raw mode: what the person types from now on goes to the job as typed.
@@ -169,12 +194,16 @@ fn pump(sock: &mut UnixStream, input: BorrowedFd<'_>) -> Result<End, Failure> {
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0u8; 16 * 1024];
     loop {
+        if STOP.load(Ordering::SeqCst) {
+            return Ok(End::Detached);
+        }
         let (sock_ready, input_ready) = {
             let mut fds = [
                 PollFd::new(sock.as_fd(), PollFlags::POLLIN),
                 PollFd::new(input, PollFlags::POLLIN),
             ];
-            match poll(&mut fds, PollTimeout::NONE) {
+            // A bounded poll: a signal that came just before it is seen within half a second.
+            match poll(&mut fds, PollTimeout::from(500u16)) {
                 Ok(_) => {}
                 Err(Errno::EINTR) => continue,
                 Err(e) => return Err(Failure::msg(format!("poll: {e}"))),

@@ -98,6 +98,17 @@ impl Person {
         self.master.write_all(keys).expect("type on the terminal");
     }
 
+    /// The person's terminal's local flags (`ECHO`, `ICANON`, ...), read through the master.
+    fn lflags(&self) -> libc::tcflag_t {
+        use std::os::fd::AsRawFd;
+        // SAFETY: an all-zero termios is a valid value for tcgetattr to overwrite.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: tcgetattr writes one termios into the pointer, which outlives the call.
+        let r = unsafe { libc::tcgetattr(self.master.as_raw_fd(), &mut t) };
+        assert_eq!(r, 0, "tcgetattr: {}", std::io::Error::last_os_error());
+        t.c_lflag
+    }
+
     async fn exit_code(&mut self) -> i32 {
         let end = Instant::now() + DEADLINE;
         loop {
@@ -298,4 +309,25 @@ async fn a_server_removes_its_socket_and_the_next_one_sweeps_a_dead_servers() {
     .await;
     assert!(!left.contains(&stale));
     next.assert_serving().await;
+}
+
+#[tokio::test]
+async fn the_persons_terminal_is_restored_when_attach_is_terminated() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_in(dir.path(), &[]).await;
+    let (id, _) = s.exec("echo ready-to-attach; sleep 100").await;
+    s.wait_output(&id, "ready-to-attach").await;
+    let mut person = Person::attach(dir.path(), &id);
+    person.sees_after_clear("ready-to-attach").await;
+    let cooked = libc::ICANON | libc::ECHO;
+    assert_eq!(person.lflags() & cooked, 0, "raw mode while attached");
+    // SAFETY: kill sends a signal to the attach process this test started.
+    unsafe { libc::kill(person.child.id() as i32, libc::SIGTERM) };
+    assert_eq!(person.exit_code().await, 0, "{}", person.screen());
+    assert_eq!(
+        person.lflags() & cooked,
+        cooked,
+        "the terminal is cooked again"
+    );
+    assert_eq!(s.status(&id).await["status"], "running");
 }
