@@ -175,6 +175,9 @@ impl InputWatch {
 /// Called on the job's reader thread while output has been quiet for `quiet`: probes when it
 /// is time and returns how long until the next call (`None`: not before new output).
 pub(crate) fn on_quiet(job: &Job, quiet: Duration) -> Option<Duration> {
+    if !cfg!(target_os = "linux") {
+        return None; // nothing to look at: no wake-ups for it either
+    }
     if quiet < QUIET {
         return Some(QUIET - quiet);
     }
