@@ -33,7 +33,7 @@ pub struct WaitParams {
     /// the terminal and output is quiet): reason input_wanted, with the prompt. At once if it
     /// already waits. Default false.
     #[serde(default)]
-    pub input: Option<bool>,
+    pub input: bool,
     /// Longest wait in seconds. Default and maximum: the server's cap (50 s); a longer value
     /// is capped and the result says so.
     #[serde(default)]

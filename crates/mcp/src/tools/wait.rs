@@ -42,7 +42,7 @@ impl Server {
             from_start: p.from_start.unwrap_or(false),
             idle: p.idle_ms.map(Duration::from_millis),
             port: p.port,
-            input: p.input.unwrap_or(false),
+            input: p.input,
             timeout: seconds(p.timeout_secs)?,
         };
         // Progress goes out through a channel: the engine's callback is synchronous.
