@@ -75,7 +75,8 @@ pub struct InputWait {
     /// appears in the output then).
     pub echo: bool,
     /// The text of the line the cursor is on (trailing blanks trimmed): the prompt, such as
-    /// `Password:` or `Continue? [y/N]`.
+    /// `Password:` or `Continue? [y/N]`. When that line is blank (a question printed with a
+    /// newline after it), the last non-blank line above it; empty on a blank screen.
     pub prompt: String,
     /// The process that waits (a member of the terminal's foreground process group).
     pub pid: u32,
@@ -210,14 +211,19 @@ fn probe_job(job: &Job) -> Option<()> {
     Some(())
 }
 
-/// The text of the cursor's row on the job's screen.
+/// The text of the cursor's row on the job's screen; when that row is blank (a question
+/// printed with a newline after it), the last non-blank row above it.
 fn prompt_of(job: &Job) -> String {
     let screen = lock(&job.state).term.screen();
     screen
         .rows
-        .get(usize::from(screen.cursor_row))
-        .map(|r| r.trim_end().to_owned())
+        .iter()
+        .take(usize::from(screen.cursor_row) + 1)
+        .rev()
+        .map(|r| r.trim_end())
+        .find(|r| !r.is_empty())
         .unwrap_or_default()
+        .to_owned()
 }
 
 /// The process of the terminal's foreground group that waits for input, and whether the

@@ -189,3 +189,22 @@ async fn a_password_never_reaches_the_transcript_or_the_disk_log() {
         "the password is in the disk log: {log}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_on_the_line_above_the_cursor_is_the_prompt() {
+    let m = manager();
+    let job = m
+        .execute(JobSpec::new("echo 'Type the code we sent you:'; read code"))
+        .unwrap();
+    let spec = WaitSpec {
+        input: true,
+        timeout: Some(DEADLINE),
+        ..WaitSpec::default()
+    };
+    let out = m.wait_for(job.id, &spec, |_| {}).await.unwrap();
+    assert_eq!(out.reason, WaitReason::InputWanted, "{out:?}");
+    let wait = out.input.unwrap();
+    assert_eq!(wait.prompt, "Type the code we sent you:");
+    assert!(wait.echo);
+    m.kill(job.id, Signal::TERM, None).await.unwrap();
+}
