@@ -70,6 +70,14 @@ export function stamp ({ check = false, version = workspaceVersion() } = {}) {
   }
   const mainPath = join(NPM_DIR, 'ptyjobs', 'package.json')
   want.set(mainPath, render(mainManifest(JSON.parse(readFileSync(mainPath, 'utf8')), version)))
+  // The MCP registry entry names the npm package's version too.
+  const serverPath = join(ROOT, 'server.json')
+  if (existsSync(serverPath)) {
+    const server = JSON.parse(readFileSync(serverPath, 'utf8'))
+    server.version = version
+    for (const p of server.packages ?? []) p.version = version
+    want.set(serverPath, render(server))
+  }
   for (const [file, text] of want) {
     const have = existsSync(file) ? readFileSync(file, 'utf8') : null
     if (have === text) continue

@@ -36,6 +36,9 @@ pub(crate) struct LineModel {
     pub attrs_default: bool,
     /// SGR sequences since the attributes were last reset, to replay into the emulator.
     pub sgr: Vec<u8>,
+    /// The last character printed through the model, not yet reported (the emulator repeats
+    /// the last printed character for `CSI b`, and never saw it).
+    pub last: Option<u8>,
 }
 
 impl LineModel {
@@ -45,6 +48,7 @@ impl LineModel {
             cursor: 0,
             attrs_default: true,
             sgr: Vec::new(),
+            last: None,
         }
     }
 
@@ -96,6 +100,9 @@ impl LineModel {
                     let take = len.min(room);
                     self.cells[self.cursor..self.cursor + take].copy_from_slice(&buf[i..i + take]);
                     self.cursor += take;
+                    if take > 0 {
+                        self.last = Some(buf[i + take - 1]);
+                    }
                     if take < len {
                         return Step::Stop(i + take);
                     }

@@ -193,21 +193,21 @@ pub(crate) fn on_quiet(job: &Job, quiet: Duration) -> Option<Duration> {
 /// blocking thread). Used by waits for input, which want a fresher answer than the reader
 /// thread's schedule gives a long-quiet job.
 pub(crate) fn probe_if_quiet(job: &Job) {
-    if job.input.quiet_for() >= QUIET {
+    if job.waiting.quiet_for() >= QUIET {
         probe_job(job);
     }
 }
 
 /// Probes and publishes; `None` when the job has no terminal any more.
 fn probe_job(job: &Job) -> Option<()> {
-    let generation = job.input.generation();
+    let generation = job.waiting.generation();
     let master = job.master().ok()?;
     let wait = probe(&master).map(|(pid, echo)| InputWait {
         echo,
         prompt: prompt_of(job),
         pid,
     });
-    job.input.publish(generation, wait);
+    job.waiting.publish(generation, wait);
     Some(())
 }
 

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod attach;
+mod bounded;
 mod config;
 mod error;
 mod fastpath;

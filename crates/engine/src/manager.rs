@@ -81,8 +81,10 @@ pub(crate) struct Job {
     /// Becomes true when the job is final. Separate from `events` so that waiting for the end
     /// does not wake up for every batch of output.
     pub(crate) done: watch::Sender<bool>,
+    /// Everything written to the job's input goes through here, in order.
+    pub(crate) input: crate::interact::InputQueue,
     /// Whether the job waits for input, as its reader thread last found.
-    pub(crate) input: crate::input::InputWatch,
+    pub(crate) waiting: crate::input::InputWatch,
     /// The raw output, for attached clients.
     pub(crate) tap: crate::attach::Tap,
 }
@@ -135,7 +137,7 @@ impl Job {
             size: s.size,
             this_server: true,
             input: (!s.status.is_final())
-                .then(|| self.input.current())
+                .then(|| self.waiting.current())
                 .flatten(),
         }
     }
@@ -167,8 +169,8 @@ struct JobSink {
 
 impl pty::Sink for JobSink {
     fn data(&self, bytes: &[u8]) {
-        self.job.input.output();
-        {
+        self.job.waiting.output();
+        let (replies, master) = {
             let mut s = lock(&self.job.state);
             s.term.feed(bytes);
             self.job.tap.send(bytes);
@@ -176,6 +178,11 @@ impl pty::Sink for JobSink {
             if let Some(log) = s.term.log_mut() {
                 log.flush();
             }
+            (s.term.take_replies(), s.master.clone())
+        };
+        // The terminal's answers to queries go to the job's input, in order with other writes.
+        if let Some(master) = master {
+            self.job.input.reply(&master, &replies);
         }
         self.job
             .events
@@ -476,7 +483,8 @@ impl JobManager {
             }),
             events,
             done,
-            input: crate::input::InputWatch::default(),
+            input: Default::default(),
+            waiting: crate::input::InputWatch::default(),
             tap: crate::attach::Tap::default(),
         });
         if let Some((store, server)) = inner.store.as_ref().and_then(|st| Some((st, st.server()?)))

@@ -11,6 +11,8 @@ use serde::Serialize;
 use crate::job::JobStatus;
 use crate::store::LogWriter;
 
+pub(crate) mod window;
+
 /// A read of a job's transcript.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OutputSlice {
@@ -94,11 +96,7 @@ impl OutputSlice {
         };
         let omitted_bytes = (tail_start - head_end) as u64;
         let omitted_lines = total_lines.saturating_sub(kept_lines);
-        let marker = format!(
-            "[... {omitted_lines} lines, {omitted_bytes} bytes omitted: read them with \
-             offset={omitted_from} limit={} ...]",
-            omitted_lines.max(1)
-        );
+        let marker = window::marker(omitted_lines, omitted_bytes, omitted_from);
         let mut out = String::with_capacity(head.len() + marker.len() + tail.len() + 2);
         out.push_str(head);
         if !head.is_empty() {

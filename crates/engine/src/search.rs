@@ -95,10 +95,15 @@ pub(crate) fn search_lines(
             }
         }
         if context > 0 {
-            if recent.len() == context {
-                recent.pop_front();
-            }
-            recent.push_back(line.to_owned());
+            // The oldest line's buffer is reused: no allocation per line of a long log.
+            let mut slot = if recent.len() == context {
+                recent.pop_front().unwrap_or_default()
+            } else {
+                String::new()
+            };
+            slot.clear();
+            slot.push_str(line);
+            recent.push_back(slot);
         }
         ControlFlow::Continue(())
     });

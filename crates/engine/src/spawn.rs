@@ -38,7 +38,13 @@ pub(crate) struct Spawned {
     pub master: OwnedFd,
 }
 
-/// The environment every job gets on top of the server's: a capable terminal and no pager.
+/// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
+/// an editor would wait forever for keys nobody types, so this one fails at once and says why.
+pub(crate) const NO_EDITOR: &str = "sh -c 'echo \"ptyjobs: no interactive editor in a background job; \
+pass the text on the command line (git commit -m ...)\" >&2; exit 1'";
+
+/// The environment every job gets on top of the server's: a capable terminal, no pager and no
+/// editor to hang in.
 fn job_env(extra: &BTreeMap<String, String>) -> BTreeMap<OsString, OsString> {
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
         .filter(|(k, _)| k != "COLUMNS" && k != "LINES")
@@ -48,6 +54,9 @@ fn job_env(extra: &BTreeMap<String, String>) -> BTreeMap<OsString, OsString> {
         ("COLORTERM", "truecolor"),
         ("PAGER", "cat"),
         ("GIT_PAGER", "cat"),
+        ("GIT_EDITOR", NO_EDITOR),
+        ("EDITOR", NO_EDITOR),
+        ("VISUAL", NO_EDITOR),
     ] {
         env.insert(k.into(), v.into());
     }

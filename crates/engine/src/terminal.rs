@@ -8,8 +8,15 @@
 //! - what is drawn on the alternate screen never enters the transcript;
 //! - the rows still on the main screen are appended at read time (they may still change).
 //!
-//! The result never depends on how the bytes were split across [`Terminal::feed`] calls: an
-//! escape sequence cut at the end of a chunk is held back until it is complete.
+//! The result never depends on how the bytes were split across [`Terminal::feed`] calls: a mirror
+//! of the emulator's parser ([`parse`]) knows at every byte whether the emulator is drawing text,
+//! inside a control sequence or inside a string, and strings (OSC, DCS, SOS, PM, APC) are bounded
+//! before anything buffers them.
+//!
+//! Queries a program writes (cursor position, status, device attributes, size, colours, modes,
+//! version) are answered from the emulator's state at that point; the answers are queued as
+//! reply bytes ([`Terminal::take_replies`]) for the owner to write to the program's input. They
+//! never enter the transcript.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,13 +25,14 @@ use crate::job::JobStatus;
 use crate::output::{OutputSlice, Transcript};
 
 mod fast;
+mod feed;
+mod parse;
+mod replies;
 mod scan;
+mod wide;
 
-use scan::{REPLACEMENT, Scan, Watched, restore_replacement, sanitize_utf8, scan_escape};
-
-/// Longest partial escape sequence held back between chunks; longer ones are fed through as is
-/// (they cannot be one of the sequences we watch for).
-const MAX_HELD: usize = 64;
+use parse::{Mirror, State};
+use scan::{REPLACEMENT, Watched, restore_row, sanitize_utf8, screen_text};
 
 /// What a person looking at the terminal sees right now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,10 +94,6 @@ impl Capture {
 }
 
 impl vt100::Callbacks for Capture {
-    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
-        self.title = Some(String::from_utf8_lossy(title).into_owned());
-    }
-
     fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
         if alternate_screen {
             return;
@@ -106,7 +110,7 @@ impl vt100::Callbacks for Capture {
         for piece in vt100::capture::basic_formatted_to_plain(&formatted) {
             text.push_str(piece);
         }
-        self.push_text(&restore_replacement(text), !wrapped);
+        self.push_text(&restore_row(text), !wrapped);
     }
 }
 
@@ -136,8 +140,13 @@ fn nonzero(v: u16) -> std::num::NonZeroU16 {
 /// One job's terminal model: the emulator, the transcript, and what is held between chunks.
 pub struct Terminal {
     parser: vt100::Parser<Capture>,
-    /// Bytes of an escape sequence cut off at the end of the last chunk (already valid UTF-8).
-    held: Vec<u8>,
+    /// The state of the emulator's parser, with the sequence or string being read.
+    mirror: Mirror,
+    /// Answers to queries, not yet taken by the owner.
+    replies: Vec<u8>,
+    /// The last character printed, which `CSI b` repeats (the emulator's own memory of it
+    /// misses what the line model printed).
+    last_printed: Option<char>,
     /// Raw bytes of a UTF-8 character cut off at the end of the last chunk.
     utf8_tail: Vec<u8>,
     /// The main screen's lines, saved when a program switched to the alternate screen (vt100
@@ -168,7 +177,9 @@ impl Terminal {
         let capture = Capture::new(transcript_bytes, max_line_bytes);
         Self {
             parser: vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture),
-            held: Vec::new(),
+            mirror: Mirror::default(),
+            replies: Vec::new(),
+            last_printed: None,
             utf8_tail: Vec::new(),
             saved_main: Vec::new(),
             fast: true,
@@ -198,39 +209,9 @@ impl Terminal {
         self.feed_clean(&clean);
     }
 
-    /// Feeds valid UTF-8, holding back an escape sequence cut off at the end.
-    fn feed_clean(&mut self, input: &[u8]) {
-        let joined;
-        let buf: &[u8] = if self.held.is_empty() {
-            input
-        } else {
-            let mut held = std::mem::take(&mut self.held);
-            held.extend_from_slice(input);
-            joined = held;
-            &joined
-        };
-        let mut start = 0;
-        let mut i = 0;
-        while let Some(p) = memchr::memchr(0x1b, &buf[i..]) {
-            let esc = i + p;
-            match scan_escape(&buf[esc..]) {
-                Scan::Incomplete if buf.len() - esc <= MAX_HELD => {
-                    self.process(&buf[start..esc]);
-                    self.held = buf[esc..].to_vec();
-                    return;
-                }
-                Scan::Watched(what, len) => {
-                    self.process(&buf[start..esc]);
-                    self.model = None;
-                    self.before(what);
-                    self.parser.process(&buf[esc..esc + len]);
-                    start = esc + len;
-                    i = start;
-                }
-                Scan::Incomplete | Scan::Other => i = esc + 1,
-            }
-        }
-        self.process(&buf[start..]);
+    /// Takes the answers to the queries fed so far, in order: bytes for the program's input.
+    pub fn take_replies(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.replies)
     }
 
     /// Feeds whatever was held back; call once the PTY reached EOF. Then everything is final:
@@ -238,13 +219,15 @@ impl Terminal {
     /// most of a finished job's memory) gives way to a snapshot of its rows, which
     /// [`Self::screen`] keeps returning.
     pub fn finish(&mut self) {
-        let mut held = std::mem::take(&mut self.held);
         if !self.utf8_tail.is_empty() {
             self.utf8_tail.clear();
-            held.extend_from_slice(REPLACEMENT);
+            if self.mirror.state == State::Ground {
+                self.process(REPLACEMENT);
+            }
         }
+        // A sequence or string cut off by the end is never dispatched.
+        self.mirror = Mirror::default();
         self.model = None;
-        self.parser.process(&held);
         if self.frozen.is_some() {
             return;
         }
@@ -284,7 +267,7 @@ impl Terminal {
 
     /// Moves the main screen's lines into the transcript (they are about to be wiped).
     fn commit_screen(&mut self) {
-        let text = restore_replacement(self.parser.screen().contents());
+        let text = screen_text(self.parser.screen());
         if text.is_empty() && self.parser.callbacks().pending.is_empty() {
             return;
         }
@@ -314,7 +297,7 @@ impl Terminal {
         if screen.alternate_screen() {
             return self.saved_main.clone();
         }
-        let text = restore_replacement(screen.contents());
+        let text = screen_text(screen);
         let pending = &self.parser.callbacks().pending;
         if text.is_empty() && pending.is_empty() {
             return Vec::new();
@@ -437,10 +420,7 @@ impl Terminal {
         let (height, cols) = screen.size();
         let (cursor_row, cursor_col) = screen.cursor_position();
         ScreenSnapshot {
-            rows: screen
-                .rows(0, cols.get())
-                .map(restore_replacement)
-                .collect(),
+            rows: screen.rows(0, cols.get()).map(restore_row).collect(),
             cursor_row,
             cursor_col,
             cols: cols.get(),

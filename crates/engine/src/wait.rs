@@ -138,7 +138,7 @@ impl JobManager {
         };
         let deadline = start + total;
         let mut rx = job.events.subscribe();
-        let mut input_rx = job.input.subscribe();
+        let mut input_rx = job.waiting.subscribe();
         // Lines before `scan_from` were already searched (or are too old to count).
         let mut scan_from = if spec.from_start {
             0
@@ -181,7 +181,7 @@ impl JobManager {
             }
             input_rx.borrow_and_update();
             if spec.input
-                && let Some(wait) = job.input.current()
+                && let Some(wait) = job.waiting.current()
                 && !lock(&job.state).status.is_final()
             {
                 let mut out = self.outcome(id, WaitReason::InputWanted, None, capped, start)?;
@@ -296,7 +296,7 @@ impl JobManager {
         ))
     }
 
-    /// Searches a job known from the state directory, reading its log a page at a time.
+    /// Searches a job known from the state directory, streaming its log (bounded memory).
     fn search_stored(
         &self,
         job: &StoredJob,
@@ -304,33 +304,12 @@ impl JobManager {
         context: usize,
         max_matches: usize,
     ) -> Result<SearchResult> {
-        const PAGE: usize = 4096;
         let Some(store) = self.store() else {
             return Err(crate::Error::JobNotFound(job.record.id));
         };
         let mut failure = None;
         let result = search::search_lines(
-            |f| {
-                let mut from = 0;
-                loop {
-                    let page = match store.output(job, Some(from), Some(PAGE)) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            failure = Some(e);
-                            return;
-                        }
-                    };
-                    if page.line_count == 0 {
-                        return;
-                    }
-                    for (n, line) in (from..).zip(page.output.split('\n')) {
-                        if f(n, line).is_break() {
-                            return;
-                        }
-                    }
-                    from = page.next_offset;
-                }
-            },
+            |f| failure = store.visit_lines(job, 0, f).err(),
             pattern,
             context,
             max_matches,

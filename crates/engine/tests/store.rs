@@ -200,3 +200,78 @@ async fn a_busy_manager_prunes_as_it_goes() {
     let pruned = wait_until(Duration::from_secs(20), || store.records().len() <= 15).await;
     assert!(pruned, "{} records kept", store.records().len());
 }
+
+/// A read within a byte budget covers its whole range from disk and memory alike, but reads
+/// and returns only the head and tail that fit, saying what it left out; a stored job reads
+/// the same as the live one did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bounded_reads_span_disk_and_memory_and_keep_head_and_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager_with(|c| {
+        c.store = Some(StoreConfig::new(dir.path()));
+        c.transcript_bytes = 64 * 1024;
+    });
+    let job = m.execute(JobSpec::new("seq 1 20000; read x")).unwrap();
+    let ready = wait_until(Duration::from_secs(20), || {
+        m.tail(job.id, 3)
+            .is_ok_and(|t| t.output.contains("19999\n20000"))
+    })
+    .await;
+    assert!(ready, "{:?}", m.tail(job.id, 3));
+    let check = |s: &ptyjobs_engine::OutputSlice, budget: usize| {
+        assert!(s.output.len() <= budget, "{} bytes", s.output.len());
+        assert!(s.output.starts_with("1\n2\n3\n"), "{:?}", &s.output[..20]);
+        assert!(s.output.contains("19999\n20000"), "the tail is kept");
+        assert_eq!((s.first_line, s.next_offset), (0, s.total_lines));
+        let head = s
+            .output
+            .lines()
+            .take_while(|l| !l.starts_with("[..."))
+            .count() as u64;
+        assert_eq!(s.omitted_from, Some(head));
+        let kept = s.output.lines().filter(|l| !l.starts_with("[...")).count() as u64;
+        assert_eq!(kept + s.omitted_lines, s.line_count);
+        assert!(s.omitted_bytes > 50_000);
+    };
+    let live = m
+        .output_within(job.id, Some(0), Some(usize::MAX), 4096)
+        .unwrap();
+    assert!(
+        live.dropped_lines > 0,
+        "memory let the head go: it came from disk"
+    );
+    check(&live, 4096);
+    let gap = live.omitted_from.unwrap();
+    let next = m.output_within(job.id, Some(gap), Some(2), 4096).unwrap();
+    assert_eq!(next.output, format!("{}\n{}", gap + 1, gap + 2));
+    assert_eq!(next.omitted_from, None);
+    let tail = m.tail_within(job.id, 1000, 1000).unwrap();
+    assert!(tail.output.len() <= 1000 && tail.output.contains("19999\n20000"));
+    m.write(job.id, b"x\r").unwrap();
+    m.wait(job.id, Some(Duration::from_secs(20))).await.unwrap();
+    m.shutdown().await;
+    drop(m);
+    let later = persisted(dir.path());
+    let stored = later
+        .output_within(job.id, Some(0), Some(usize::MAX), 4096)
+        .unwrap();
+    check(&stored, 4096);
+    let both = |s: &ptyjobs_engine::OutputSlice| s.output.split("[...").next().map(str::to_owned);
+    assert_eq!(
+        both(&stored),
+        both(&live),
+        "the same head from disk as from the live job"
+    );
+    let found = later
+        .search_async(
+            job.id,
+            ptyjobs_engine::compile_pattern("^1234$").unwrap(),
+            1,
+            5,
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.total_matches, 1);
+    assert_eq!(found.matches[0].before, ["1233"]);
+    assert_eq!(found.matches[0].after, ["1235"]);
+}

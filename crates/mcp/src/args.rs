@@ -55,6 +55,11 @@ pub struct Cli {
     /// The shell that runs each command as `<shell> -c <command>`.
     #[arg(long, env = "PTYJOBS_SHELL", default_value = "/bin/sh")]
     shell: PathBuf,
+    /// The editor jobs get as GIT_EDITOR, EDITOR and VISUAL (e.g. a non-interactive
+    /// `sed -i ...` for scripted rebases). Default: a command that fails at once with a message,
+    /// because an interactive editor in a background job waits forever. A job's own `env` wins.
+    #[arg(long, env = "PTYJOBS_EDITOR")]
+    pub editor: Option<String>,
 }
 
 impl Cli {

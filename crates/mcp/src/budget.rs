@@ -15,6 +15,50 @@ pub const OUTPUT_BUDGET: usize = 64 * 1024;
 pub const MIN_MAX_BYTES: usize = 256;
 /// Bytes of tail a wait_for_job answer carries.
 pub const WAIT_TAIL_BYTES: usize = 4 * 1024;
+/// Most bytes of a command line in a list entry (list_jobs) or a resource name.
+pub const LIST_TEXT_BYTES: usize = 512;
+/// Most bytes of a command line in get_job_status.
+pub const STATUS_COMMAND_BYTES: usize = 16 * 1024;
+/// Most bytes of a window title in a screen answer.
+pub const TITLE_BYTES: usize = 1024;
+
+/// `text` cut to at most about `max` bytes (at a character boundary), with a note saying how
+/// many bytes were cut; unchanged when it fits.
+pub fn shorten(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let total = text.len();
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(&format!(" [... {} bytes cut]", total - end));
+    }
+    text
+}
+
+/// The first items of `items` whose JSON fits in `max_bytes` (at least one, which is itself
+/// bounded by the caller), for a paginated listing.
+pub fn page<T: serde::Serialize>(items: impl Iterator<Item = T>, max_bytes: usize) -> Vec<T> {
+    // Room for the fields around the list.
+    let room = max_bytes.saturating_sub(256);
+    let mut used = 0;
+    let mut page = Vec::new();
+    for item in items {
+        let size = json_len(&item).saturating_add(1);
+        if !page.is_empty() && used + size > room {
+            break;
+        }
+        used += size;
+        page.push(item);
+    }
+    page
+}
+
+/// Bytes `value` takes as JSON.
+pub fn json_len<T: serde::Serialize>(value: &T) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
+}
 
 /// The budget a read asked for: `max_bytes` clamped to [`MIN_MAX_BYTES`]..=[`OUTPUT_BUDGET`].
 pub fn requested(max_bytes: Option<u64>) -> usize {
@@ -42,5 +86,15 @@ mod tests {
         assert_eq!(requested(Some(1)), MIN_MAX_BYTES);
         assert_eq!(requested(Some(u64::MAX)), OUTPUT_BUDGET);
         assert_eq!(requested(Some(1000)), 1000);
+    }
+
+    #[test]
+    fn shorten_cuts_at_a_char_boundary_and_says_so() {
+        assert_eq!(shorten("abc".into(), 10), "abc");
+        let s = shorten("ééé".into(), 3);
+        assert!(
+            s.starts_with('é') && s.ends_with("[... 4 bytes cut]"),
+            "{s}"
+        );
     }
 }

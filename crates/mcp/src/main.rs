@@ -9,8 +9,11 @@ mod cli;
 mod error;
 mod params;
 mod resources;
+mod schema;
 mod server;
+mod tasks;
 mod tools;
+mod transport;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -26,10 +29,13 @@ MCP client. To add it to one:
   Claude Code:          claude mcp add ptyjobs -- npx -y ptyjobs
   Claude Desktop, Cursor and others (mcpServers in the client's JSON config):
     \"ptyjobs\": {\"command\": \"npx\", \"args\": [\"-y\", \"ptyjobs\"]}
+  VS Code (.vscode/mcp.json):
+    \"servers\": {\"ptyjobs\": {\"type\": \"stdio\", \"command\": \"npx\", \"args\": [\"-y\", \"ptyjobs\"]}}
   Codex (~/.codex/config.toml):
     [mcp_servers.ptyjobs]
     command = \"npx\"
     args = [\"-y\", \"ptyjobs\"]
+More clients (Gemini CLI, Windsurf, Zed) and an MCP bundle: see the README.
 Serving on this terminal anyway; press Ctrl-D or Ctrl-C to quit. See ptyjobs --help.";
 
 fn main() -> ExitCode {
@@ -64,7 +70,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(serve(config));
+    let code = runtime.block_on(serve(config, cli.editor));
     // Don't wait for the runtime's blocking threads: a read of a terminal stdin never returns.
     // Every job is already gone (serve shut the manager down).
     std::process::exit(match code {
@@ -78,7 +84,7 @@ fn main() -> ExitCode {
 
 /// Serves MCP on stdio until stdin closes or a termination signal arrives, then kills every
 /// job and returns.
-async fn serve(config: EngineConfig) -> Result<(), String> {
+async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), String> {
     let mut sigterm = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM: {e}"))?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT: {e}"))?;
     let jobs = match JobManager::new(config.clone()) {
@@ -105,10 +111,10 @@ async fn serve(config: EngineConfig) -> Result<(), String> {
             .inspect_err(|e| tracing::warn!("ptyjobs attach is unavailable: {e}"))
             .ok()
     });
-    let server = server::Server::new(jobs.clone());
+    let server = server::Server::new(jobs.clone()).with_editor(editor);
     let outcome = tokio::select! {
         r = async {
-            let service = server.serve(rmcp::transport::stdio_pipes()).await?;
+            let service = server.serve(transport::stdio()).await?;
             service.waiting().await?;
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
         } => match r {

@@ -67,27 +67,49 @@ fn parse(uri: &str) -> Result<(JobId, View), ErrorData> {
     Ok((id.parse().map_err(|_| not_found())?, view))
 }
 
-/// The resources of every known job, newest job first.
-pub fn list(jobs: &JobManager) -> ListResourcesResult {
-    let resources = jobs
+/// The resources of the known jobs, newest job first, from `cursor` (an index a previous page
+/// gave) on, at most [`OUTPUT_BUDGET`] bytes of them; `next_cursor` continues.
+pub fn list(jobs: &JobManager, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c.parse::<usize>().map_err(|_| {
+            ErrorData::invalid_params(
+                format!("cursor {c:?} is not one resources/list gave: pass its nextCursor"),
+                None,
+            )
+        })?,
+    };
+    let all: Vec<_> = jobs
         .list()
         .into_iter()
         .flat_map(|j| {
-            let label = j.name.clone().unwrap_or_else(|| j.command.clone());
-            [View::Output, View::Screen].map(|view| {
-                Resource::new(uri(j.id, view), format!("{label} ({})", view.name()))
-                    .with_description(match view {
-                        View::Output => "The job's latest output as clean text (last 1000 lines, at most 64 KiB).",
-                        View::Screen => "The job's visible terminal screen right now.",
-                    })
-                    .with_mime_type("text/plain")
-            })
+            let label = budget::shorten(
+                j.name.clone().unwrap_or_else(|| j.command.clone()),
+                budget::LIST_TEXT_BYTES,
+            );
+            [View::Output, View::Screen].map(|view| (j.id, view, label.clone()))
         })
         .collect();
-    // Jobs come and go: a client must not cache the list.
+    let total = all.len();
+    let resources = budget::page(
+        all.into_iter().skip(start).map(|(id, view, label)| {
+            Resource::new(uri(id, view), format!("{label} ({})", view.name()))
+                .with_description(match view {
+                    View::Output => {
+                        "The job's latest output as clean text (last 1000 lines, at most 64 KiB)."
+                    }
+                    View::Screen => "The job's visible terminal screen right now (at most 64 KiB).",
+                })
+                .with_mime_type("text/plain")
+        }),
+        OUTPUT_BUDGET,
+    );
+    let end = start.saturating_add(resources.len()).min(total);
     let mut result = ListResourcesResult::with_all_items(resources);
+    result.next_cursor = (end < total).then(|| end.to_string());
+    // Jobs come and go: a client must not cache the list.
     result.ttl_ms = Some(0);
-    result
+    Ok(result)
 }
 
 /// The two URI templates.
@@ -120,7 +142,18 @@ pub fn read(jobs: &JobManager, uri: &str) -> Result<ReadResourceResult, ErrorDat
             budget::fit(&mut slice, OUTPUT_BUDGET);
             slice.output
         }
-        View::Screen => jobs.screen(id).map_err(gone)?.rows.join("\n"),
+        View::Screen => {
+            let rows = jobs.screen(id).map_err(gone)?.rows;
+            let fitted = crate::params::fit_rows(rows, OUTPUT_BUDGET);
+            let mut text = fitted.rows.join("\n");
+            if fitted.omitted_rows > 0 || fitted.cut_rows > 0 {
+                text.push_str(&format!(
+                    "\n[... {} rows cut, {} rows left out, {} bytes omitted to fit 64 KiB]",
+                    fitted.cut_rows, fitted.omitted_rows, fitted.omitted_bytes
+                ));
+            }
+            text
+        }
     };
     Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).with_ttl_ms(0))
 }
@@ -143,7 +176,16 @@ impl Subscriptions {
         let rx = jobs
             .subscribe(id)
             .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
-        let task = tokio::spawn(notify(rx, peer, uri.clone())).abort_handle();
+        let target = uri.clone();
+        let task = tokio::spawn(notify(rx, move || {
+            let (peer, uri) = (peer.clone(), target.clone());
+            async move {
+                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                    .await
+                    .is_ok()
+            }
+        }))
+        .abort_handle();
         if let Some(old) = self.lock().insert(uri, task) {
             old.abort();
         }
@@ -170,22 +212,44 @@ impl Drop for Subscriptions {
     }
 }
 
-/// Sends `resources/updated` for `uri` after each change of the job, at most every
-/// [`MIN_INTERVAL`], until the job has ended, the job is forgotten or the client is gone.
-async fn notify(
-    mut rx: tokio::sync::watch::Receiver<ptyjobs_engine::JobEvent>,
-    peer: Peer<RoleServer>,
-    uri: String,
-) {
+/// Notifies about `uri` on a `subscriptions/listen` stream (protocol 2026-07-28): the same
+/// notifier as [`Subscriptions::subscribe`], sent through the stream's sink.
+pub fn listen_to(
+    jobs: &JobManager,
+    uri: &str,
+    sink: rmcp::service::SubscriptionSink,
+) -> Result<tokio::task::JoinHandle<()>, ErrorData> {
+    let (id, _) = parse(uri)?;
+    let rx = jobs
+        .subscribe(id)
+        .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
+    let uri = uri.to_owned();
+    Ok(tokio::spawn(notify(rx, move || {
+        let (sink, uri) = (sink.clone(), uri.clone());
+        async move { sink.notify_resource_updated(uri).await.is_ok() }
+    })))
+}
+
+/// Whether `uri` names a resource of a known job.
+pub fn exists(jobs: &JobManager, uri: &str) -> bool {
+    parse(uri).is_ok_and(|(id, _)| jobs.status(id).is_ok())
+}
+
+/// Calls `send` (which says whether the client is still there) after each change of the job,
+/// at most every [`MIN_INTERVAL`], until the job has ended, the job is forgotten or the client
+/// is gone.
+async fn notify<F, Fut>(mut rx: tokio::sync::watch::Receiver<ptyjobs_engine::JobEvent>, send: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     if rx.borrow().finished {
         return;
     }
     while rx.changed().await.is_ok() {
         let finished = rx.borrow_and_update().finished;
-        let sent = peer
-            .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
-            .await;
-        if sent.is_err() || finished {
+        let sent = send().await;
+        if !sent || finished {
             return;
         }
         // Rate limit: changes during the pause are reported by one notification after it.

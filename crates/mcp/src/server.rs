@@ -5,15 +5,20 @@ use std::sync::Arc;
 
 use ptyjobs_engine::JobManager;
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
     Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, tool_handler};
+use tokio::sync::broadcast;
 
 use crate::resources::{self, Subscriptions};
+use crate::schema::make_portable;
+use crate::tasks;
 
 /// What the model is told about the server as a whole.
 const INSTRUCTIONS: &str = "\
@@ -22,7 +27,8 @@ returns their output as clean text (no colour codes; progress bars at their fina
 Workflow: execute_command starts a job and returns its job_id at once. Then wait_for_job \
 blocks until something happens — the job exits, a line matches `pattern`, output goes quiet \
 for `idle_ms`, or a `port` accepts connections — and returns the reason and the last lines: \
-prefer it to polling. A capped wait (50 s at most per call) says so: call it again.
+prefer it to polling. A capped wait (50 s at most per call) says so: call it again. For a \
+build or a test run, execute_command with `\"wait\": true` answers once the job has ended.
 Read output with get_job_output (pass the previous next_offset as offset to get only new \
 lines; max_bytes bounds the answer), the last lines with tail_job_output, or matching lines \
 with search_job_output. For programs that ask questions (prompts, REPLs, watchers), answer \
@@ -37,7 +43,13 @@ Jobs are killed when the server exits.";
 #[derive(Clone)]
 pub struct Server {
     pub(crate) jobs: JobManager,
+    /// The editor given with `--editor`, set as each job's GIT_EDITOR, EDITOR and VISUAL.
+    pub(crate) editor: Option<Arc<str>>,
     subscriptions: Arc<Subscriptions>,
+    /// Jobs ended by `tasks/cancel`.
+    cancelled: Arc<tasks::Cancelled>,
+    /// Fires when the resource list changes, for `subscriptions/listen` streams.
+    list_changed: broadcast::Sender<()>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -46,13 +58,79 @@ impl Server {
     pub fn new(jobs: JobManager) -> Self {
         Self {
             jobs,
+            editor: None,
             subscriptions: Arc::default(),
-            tool_router: Self::job_tools()
-                + Self::output_tools()
-                + Self::terminal_tools()
-                + Self::wait_tools(),
+            cancelled: Arc::default(),
+            list_changed: broadcast::channel(16).0,
+            tool_router: portable(
+                Self::job_tools()
+                    + Self::output_tools()
+                    + Self::terminal_tools()
+                    + Self::wait_tools(),
+            ),
         }
     }
+}
+
+impl Server {
+    /// Jobs get `editor` as their GIT_EDITOR, EDITOR and VISUAL (unless their `env` says
+    /// otherwise).
+    pub fn with_editor(mut self, editor: Option<String>) -> Self {
+        self.editor = editor.map(Into::into);
+        self
+    }
+
+    /// Tells the client that the resource list changed: on the session (clients on 2025
+    /// revisions) and on every `subscriptions/listen` stream that asked for it.
+    pub(crate) fn resource_list_changed(&self, peer: &Peer<RoleServer>) {
+        let _ = self.list_changed.send(());
+        let peer = peer.clone();
+        tokio::spawn(async move { peer.notify_resource_list_changed().await });
+    }
+
+    /// execute_command with `wait` for a client with tasks: start the job as the tool would
+    /// (same checks, same errors), then answer with the task that is the job.
+    async fn execute_as_task(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(args) = request.arguments.as_mut() {
+            args.remove("wait");
+        }
+        let started = self
+            .tool_router
+            .call(ToolCallContext::new(self, request, context))
+            .await?;
+        let CallToolResponse::Complete(result) = &started else {
+            return Ok(started);
+        };
+        let job = result
+            .structured_content
+            .as_ref()
+            .and_then(|v| v.get("job_id"))
+            .and_then(|v| v.as_str())
+            .and_then(|id| id.parse().ok());
+        match (result.is_error, job) {
+            (Some(true), _) | (_, None) => Ok(started),
+            (_, Some(id)) => match self.jobs.status(id) {
+                Ok(info) => Ok(CallToolResponse::Task(tasks::created(&info))),
+                Err(_) => Ok(started),
+            },
+        }
+    }
+}
+
+/// `router` with every tool's input and output schema in the portable form (see
+/// [`crate::schema`]).
+fn portable(mut router: ToolRouter<Server>) -> ToolRouter<Server> {
+    for route in router.map.values_mut() {
+        make_portable(Arc::make_mut(&mut route.attr.input_schema));
+        if let Some(out) = route.attr.output_schema.as_mut() {
+            make_portable(Arc::make_mut(out));
+        }
+    }
+    router
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -64,18 +142,98 @@ impl ServerHandler for Server {
                 .enable_resources()
                 .enable_resources_subscribe()
                 .enable_resources_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("ptyjobs", env!("CARGO_PKG_VERSION")))
         .with_instructions(INSTRUCTIONS)
     }
 
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let wants_wait = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("wait"))
+            .is_some_and(|w| w == true);
+        if request.name == "execute_command" && wants_wait && tasks::client_supports(&context) {
+            return self.execute_as_task(request, context).await;
+        }
+        self.tool_router
+            .call(ToolCallContext::new(self, request, context))
+            .await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        tasks::get(&self.jobs, &self.cancelled, &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::cancel(&self.jobs, &self.cancelled, &request.task_id)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        if let Some(uris) = accepted.resource_subscriptions.as_mut() {
+            uris.retain(|uri| resources::exists(&self.jobs, uri));
+        }
+        Some(accepted)
+    }
+
+    /// A `subscriptions/listen` stream (protocol 2026-07-28): updates of the accepted job
+    /// resources and resource-list changes, until the client cancels the stream.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut notifiers = Vec::new();
+        for uri in context.accepted().resource_subscriptions.iter().flatten() {
+            notifiers.push(resources::listen_to(
+                &self.jobs,
+                uri,
+                context.sink().clone(),
+            )?);
+        }
+        if context.accepted().resources_list_changed == Some(true) {
+            let (mut rx, sink) = (self.list_changed.subscribe(), context.sink().clone());
+            notifiers.push(tokio::spawn(async move {
+                loop {
+                    match rx.recv().await {
+                        Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            if sink.notify_resource_list_changed().await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    }
+                }
+            }));
+        }
+        context.cancelled().await;
+        for n in notifiers {
+            n.abort();
+        }
+        Ok(())
+    }
+
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(resources::list(&self.jobs))
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        resources::list(&self.jobs, cursor)
     }
 
     async fn list_resource_templates(

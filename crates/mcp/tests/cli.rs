@@ -5,6 +5,8 @@
 mod harness;
 #[path = "common/procs.rs"]
 mod procs;
+#[path = "cli/trust.rs"]
+mod trust;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

@@ -192,8 +192,9 @@ impl JobManager {
             .transpose()?;
         let limit = o.limit.map(|v| count("limit", v)).transpose()?;
         let max_bytes = o.max_bytes.map(|v| count("maxBytes", v)).transpose()?;
+        // Clamped to the budget before reading (a huge `limit` costs `maxBytes`, not the log).
         self.jobs
-            .output(id, offset, limit)
+            .output_within(id, offset, limit, max_bytes.unwrap_or(usize::MAX))
             .map(|s| fitted(s, max_bytes))
             .map_err(from_engine)
     }
@@ -220,7 +221,7 @@ impl JobManager {
             .map(|v| count("maxBytes", v))
             .transpose()?;
         self.jobs
-            .tail(id, n)
+            .tail_within(id, n, max_bytes.unwrap_or(usize::MAX))
             .map(|s| fitted(s, max_bytes))
             .map_err(from_engine)
     }

@@ -3,9 +3,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
-use std::path::Path;
-
-use super::private_file;
+use std::ops::ControlFlow;
 
 /// The line that ends a log which reached its cap.
 pub(crate) fn cap_marker(cap: u64) -> String {
@@ -26,21 +24,9 @@ pub(crate) struct LogWriter {
 }
 
 impl LogWriter {
-    /// Creates (or empties) the log at `path`, mode 0600, holding at most `cap` bytes.
-    pub(crate) fn create(path: &Path, cap: u64) -> std::io::Result<Self> {
-        Ok(Self::with_file(private_file(path)?, cap))
-    }
-
-    /// Opens the empty log a spare job directory already holds (cheaper than creating one).
-    pub(crate) fn open_existing(path: &Path, cap: u64) -> std::io::Result<Self> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(path)?;
-        Ok(Self::with_file(file, cap))
-    }
-
-    fn with_file(file: File, cap: u64) -> Self {
+    /// A writer appending to `file` (new and empty, made by the store), holding at most `cap`
+    /// bytes.
+    pub(crate) fn new(file: File, cap: u64) -> Self {
         Self {
             out: Some(BufWriter::with_capacity(64 * 1024, file)),
             lines: 0,
@@ -116,7 +102,7 @@ const STRIDE: u64 = 1024;
 
 /// A sparse line → byte-offset index of one log, extended as the log grows, so reading any
 /// range costs a seek plus at most [`STRIDE`] skipped lines, whatever the log's size.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct LogIndex {
     /// Bytes scanned so far (always just after a `\n`).
     scanned: u64,
@@ -197,6 +183,96 @@ impl LogIndex {
     }
 }
 
+/// Longest line a streaming read hands out: the rest of a longer one (only a log written by
+/// something else than ptyjobs has one) is skipped, so memory stays bounded.
+pub(crate) const STREAM_LINE_CAP: usize = 1 << 20;
+
+impl LogIndex {
+    /// Complete lines indexed.
+    pub(crate) fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// Byte offset where line `n` starts (`n` up to [`Self::lines`], the end of the indexed
+    /// bytes). Costs a scan of at most [`STRIDE`] lines from the nearest checkpoint, without
+    /// holding any of them.
+    pub(crate) fn offset_of(&self, file: &File, n: u64) -> std::io::Result<u64> {
+        if n >= self.lines {
+            return Ok(self.scanned);
+        }
+        let mark = usize::try_from(n / STRIDE).unwrap_or(usize::MAX);
+        let Some(&start) = self.marks.get(mark) else {
+            return Ok(self.scanned);
+        };
+        let mut skip = n % STRIDE;
+        let mut pos = start;
+        if skip == 0 {
+            return Ok(pos);
+        }
+        let mut reader = BufReader::with_capacity(64 * 1024, file);
+        reader.seek(SeekFrom::Start(start))?;
+        loop {
+            let buf = reader.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(pos);
+            }
+            let len = buf.len();
+            for i in memchr::memchr_iter(b'\n', buf) {
+                skip -= 1;
+                if skip == 0 {
+                    return Ok(pos + i as u64 + 1);
+                }
+            }
+            pos += len as u64;
+            reader.consume(len);
+        }
+    }
+
+    /// Calls `f` with lines `from..` of the indexed log, numbered, one at a time (a line
+    /// longer than [`STREAM_LINE_CAP`] is cut), until it breaks. Memory stays bounded
+    /// whatever the log's size.
+    pub(crate) fn visit(
+        &self,
+        file: &File,
+        from: u64,
+        f: &mut dyn FnMut(u64, &str) -> ControlFlow<()>,
+    ) -> std::io::Result<ControlFlow<()>> {
+        let end = self.scanned;
+        let mut pos = self.offset_of(file, from)?;
+        let mut reader = BufReader::with_capacity(64 * 1024, file);
+        reader.seek(SeekFrom::Start(pos))?;
+        let mut line = Vec::new();
+        let mut n = from;
+        while pos < end && n < self.lines {
+            line.clear();
+            // Read up to the newline, keeping at most the cap.
+            loop {
+                let buf = reader.fill_buf()?;
+                if buf.is_empty() {
+                    return Ok(ControlFlow::Continue(()));
+                }
+                let (chunk, done) = match memchr::memchr(b'\n', buf) {
+                    Some(i) => (&buf[..i], i + 1),
+                    None => (buf, buf.len()),
+                };
+                let room = STREAM_LINE_CAP.saturating_sub(line.len());
+                line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                let ended = done > chunk.len();
+                reader.consume(done);
+                pos += done as u64;
+                if ended {
+                    break;
+                }
+            }
+            if f(n, &String::from_utf8_lossy(&line)).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+            n += 1;
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,7 +286,7 @@ mod tests {
     #[test]
     fn lines_read_back_by_number_across_checkpoints_and_growth() {
         let path = temp("index");
-        let mut w = LogWriter::create(&path, u64::MAX).unwrap();
+        let mut w = LogWriter::new(File::create(&path).unwrap(), u64::MAX);
         let mut index = LogIndex::default();
         for i in 0..3000 {
             w.push(&format!("line {i}"));
@@ -254,7 +330,7 @@ mod tests {
     #[test]
     fn the_cap_ends_the_log_with_one_marker() {
         let path = temp("cap");
-        let mut w = LogWriter::create(&path, 20).unwrap();
+        let mut w = LogWriter::new(File::create(&path).unwrap(), 20);
         for i in 0..10 {
             w.push(&format!("line {i}"));
         }
@@ -263,5 +339,69 @@ mod tests {
         assert_eq!(w.lines(), 2);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, format!("line 0\nline 1\n{}\n", cap_marker(20)));
+    }
+
+    #[test]
+    fn disk_runs_read_only_what_a_budget_keeps_and_visits_stream() {
+        use super::super::disk_run::DiskRun;
+        use crate::output::window::read_window;
+        let path = temp("window");
+        let mut w = LogWriter::new(File::create(&path).unwrap(), u64::MAX);
+        for i in 0..5000 {
+            w.push(&format!("line {i:04}"));
+        }
+        w.flush();
+        let f = File::open(&path).unwrap();
+        let mut index = LogIndex::default();
+        index.update(&f).unwrap();
+        assert_eq!(index.offset_of(&f, 0).unwrap(), 0);
+        assert_eq!(index.offset_of(&f, 1030).unwrap(), 1030 * 10);
+        assert_eq!(index.offset_of(&f, 5000).unwrap(), 5000 * 10);
+        let mut run = DiskRun::new(&f, &index, 1000, u64::MAX);
+        let win = read_window(&mut [&mut run], 1000, 1000).unwrap();
+        assert!(win.output.len() <= 1000);
+        assert!(win.output.starts_with("line 1000\nline 1001\n"));
+        assert!(win.output.ends_with("\nline 4998\nline 4999"));
+        assert_eq!(win.line_count, 4000);
+        let kept = win.output.lines().filter(|l| l.starts_with("line")).count() as u64;
+        assert_eq!(kept + win.omitted_lines, 4000);
+        let mut small = DiskRun::new(&f, &index, 10, 13);
+        let win = read_window(&mut [&mut small], 10, 1000).unwrap();
+        assert_eq!(win.output, "line 0010\nline 0011\nline 0012");
+        let mut seen = Vec::new();
+        let flow = index
+            .visit(&f, 4997, &mut |n, l| {
+                seen.push((n, l.to_owned()));
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert!(flow.is_continue());
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0], (4997, "line 4997".to_owned()));
+    }
+
+    #[test]
+    fn a_huge_single_line_is_cut_at_both_ends() {
+        use super::super::disk_run::DiskRun;
+        use crate::output::window::read_window;
+        let path = temp("huge");
+        std::fs::write(&path, format!("{}\nshort\n", "x".repeat(3 << 20))).unwrap();
+        let f = File::open(&path).unwrap();
+        let mut index = LogIndex::default();
+        index.update(&f).unwrap();
+        let mut run = DiskRun::new(&f, &index, 0, 1);
+        let win = read_window(&mut [&mut run], 0, 4096).unwrap();
+        assert!(win.output.len() <= 4096);
+        assert!(win.output.starts_with("xxx") && win.output.ends_with("xxx"));
+        assert_eq!(win.omitted_from, Some(0));
+        let mut lens = Vec::new();
+        let flow = index
+            .visit(&f, 0, &mut |_, l| {
+                lens.push(l.len());
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert!(flow.is_continue());
+        assert_eq!(lens, [STREAM_LINE_CAP, 5]);
     }
 }

@@ -9,6 +9,13 @@
 //! <dir>/jobs/<id>/kill-request written by `ptyjobs kill` before it signals the job
 //! ```
 //!
+//! What is trusted on disk ([`fs`] holds the only file-system code): the state directory and
+//! `jobs/` must be this user's and not writable by group or others, or the store refuses them;
+//! every file is written under a random name opened `O_EXCL|O_NOFOLLOW` and renamed into place;
+//! job directories are opened relative to `jobs/` without following links; removal unlinks a
+//! planted link itself, never its target; records and saved screens larger than
+//! [`MAX_RECORD_BYTES`] are refused unread.
+//!
 //! A job directory without `meta.json` is a server's spare, made ahead of time for its next
 //! job (file creation costs ~80 µs apiece on a VM's disk; the record alone is then written when
 //! a job starts). Readers never see it; its store removes it, and an hour-old one is swept.
@@ -18,16 +25,16 @@
 //! record whose owner is gone is shown as `killed` ("server stopped") and rewritten so by the
 //! next server that opens the directory.
 
+mod disk_run;
+pub(crate) mod fs;
 mod log;
 mod owner;
 mod read;
 mod record;
+mod spare;
 mod upkeep;
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -38,11 +45,12 @@ use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
 use crate::signal::{self, KillOutcome, Signal};
 
+use fs::Dir;
 use log::LogIndex;
 pub(crate) use log::LogWriter;
 pub use owner::ProcessRef;
 pub use record::{JobRecord, ServerRef};
-use upkeep::Spare;
+use spare::Spare;
 
 /// Where and how much job history is kept on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,6 +133,8 @@ pub struct Store {
     cfg: StoreConfig,
     /// This server; `None` for a reader, which never takes ownership of jobs.
     server: Option<ServerRef>,
+    /// `<dir>/jobs`, opened once and checked: every job directory is opened relative to it.
+    jobs: Dir,
     indexes: Mutex<HashMap<JobId, LogIndex>>,
     /// A job directory made ahead of time, with its empty log: starting a job then costs one
     /// file written (its record) instead of three file-system creations (~80 µs each here).
@@ -154,7 +164,7 @@ impl ServerRef {
 impl Drop for Store {
     fn drop(&mut self) {
         if let Some(spare) = crate::manager::lock(&self.spare).take() {
-            let _ = std::fs::remove_dir_all(self.job_dir(spare.id));
+            let _ = self.jobs.remove_tree(&spare.id.to_string());
         }
         if let Some(me) = &self.server {
             crate::manager::lock(&OPEN_HERE).retain(|i| *i != me.instance);
@@ -167,57 +177,16 @@ const LOG: &str = "output.log";
 const SCREEN: &str = "screen.json";
 const KILL_REQUEST: &str = "kill-request";
 
-/// Creates `path` (and parents) with mode 0700; an existing directory is left as it is.
-fn private_dir(path: &Path) -> std::io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-}
+/// Largest `meta.json` or `screen.json` read: a record is a few KiB (a final screen of
+/// 1000×1000 wide characters stays below it); a larger file is refused, not loaded.
+pub(crate) const MAX_RECORD_BYTES: u64 = 16 << 20;
 
-/// Creates (or truncates) `path` with mode 0600.
-pub(crate) fn private_file(path: &Path) -> std::io::Result<File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-}
-
-/// Replaces `path` with `bytes` atomically: a reader (or a crash) sees the old or the new
-/// content, never a mix.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = temp_path(path);
-    let mut f = private_file(&tmp)?;
-    f.write_all(bytes)?;
-    drop(f);
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
-/// Where `path` is written before it is renamed into place.
-fn temp_path(path: &Path) -> PathBuf {
-    path.with_extension(format!("tmp-{}", std::process::id()))
-}
-
+/// When `path` was last written (the name itself: a link is not followed).
 fn mtime(path: &Path) -> Option<DateTime<Utc>> {
-    std::fs::metadata(path)
+    std::fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()
         .map(DateTime::<Utc>::from)
-}
-
-fn dir_size(path: &Path) -> u64 {
-    std::fs::read_dir(path)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok()?.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 impl Store {
@@ -225,9 +194,12 @@ impl Store {
     /// server answers at once whatever the directory holds. [`Self::maintain`] does the rest.
     ///
     /// # Errors
-    /// [`Error::Io`] when the directory cannot be created.
+    /// [`Error::Io`] when the directory cannot be created, or is refused: not owned by this
+    /// user, or writable by group or others (the message says which and what to do).
     pub fn open(cfg: StoreConfig) -> Result<Self> {
-        private_dir(&cfg.dir.join("jobs"))?;
+        let jobs = Dir::open_state(&cfg.dir, true)
+            .and_then(|state| state.private_sub("jobs", true, &cfg.dir.join("jobs")))
+            .map_err(Error::Io)?;
         let server = ServerRef {
             instance: uuid::Uuid::new_v4().to_string(),
             process: ProcessRef::current(),
@@ -236,6 +208,7 @@ impl Store {
         let store = Self {
             server: Some(server),
             cfg,
+            jobs,
             indexes: Mutex::default(),
             spare: Mutex::default(),
             finals: Mutex::default(),
@@ -246,7 +219,8 @@ impl Store {
     /// Opens `cfg.dir` to read it (the CLI): nothing is created or taken over.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the directory has no job records.
+    /// [`Error::InvalidArgument`] when the directory has no job records; [`Error::Io`] when it
+    /// is refused, as by [`Self::open`].
     pub fn open_reader(cfg: StoreConfig) -> Result<Self> {
         if !cfg.dir.join("jobs").is_dir() {
             return Err(Error::InvalidArgument(format!(
@@ -254,8 +228,12 @@ impl Store {
                 cfg.dir.display()
             )));
         }
+        let jobs = Dir::open_state(&cfg.dir, false)
+            .and_then(|state| state.private_sub("jobs", false, &cfg.dir.join("jobs")))
+            .map_err(Error::Io)?;
         Ok(Self {
             cfg,
+            jobs,
             server: None,
             indexes: Mutex::default(),
             spare: Mutex::default(),
@@ -277,35 +255,45 @@ impl Store {
         self.server.as_ref()
     }
 
-    fn job_dir(&self, id: JobId) -> PathBuf {
+    /// Where a job's directory is, for messages (never opened by this path).
+    fn job_path(&self, id: JobId) -> PathBuf {
         self.cfg.dir.join("jobs").join(id.to_string())
     }
 
-    /// Writes the first record of a new job; opens its log unless `log` (the spare's) is given.
+    /// Opens a job's directory relative to `jobs/`; a symbolic link in its place is an error,
+    /// never followed.
+    fn job_dir(&self, id: JobId) -> std::io::Result<Dir> {
+        self.jobs.sub(&id.to_string()).map_err(|e| {
+            if fs::is_link_error(&e) {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{} is not a directory of its own (a symbolic link?): not followed",
+                        self.job_path(id).display()
+                    ),
+                )
+            } else {
+                e
+            }
+        })
+    }
+
+    /// Writes the first record of a new job and creates its log (both through random names
+    /// renamed into place); with a spare, in the directory made ahead of time.
     pub(crate) fn begin(
         &self,
         record: &JobRecord,
         spare: Option<Spare>,
     ) -> std::io::Result<LogWriter> {
-        let dir = self.job_dir(record.id);
+        let json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
         match spare {
-            Some(_) => {
-                let log = LogWriter::open_existing(&dir.join(LOG), self.cfg.job_log_bytes)?;
-                let json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
-                let path = dir.join(META);
-                let tmp = temp_path(&path);
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .truncate(true)
-                    .open(&tmp)?
-                    .write_all(&json)?;
-                std::fs::rename(tmp, path)?;
-                Ok(log)
-            }
+            Some(spare) => spare.begin(&json, self.cfg.job_log_bytes),
             None => {
-                private_dir(&dir)?;
-                let log = LogWriter::create(&dir.join(LOG), self.cfg.job_log_bytes)?;
-                self.write_record(record)?;
+                let name = record.id.to_string();
+                self.jobs.mkdir_new(&name)?;
+                let dir = self.jobs.sub(&name)?;
+                let log = LogWriter::new(dir.create_file(LOG)?, self.cfg.job_log_bytes);
+                dir.write_atomic(META, &json)?;
                 Ok(log)
             }
         }
@@ -314,21 +302,17 @@ impl Store {
     /// Rewrites a job's record atomically.
     pub(crate) fn write_record(&self, record: &JobRecord) -> std::io::Result<()> {
         let json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
-        write_atomic(&self.job_dir(record.id).join(META), &json)
+        self.job_dir(record.id)?.write_atomic(META, &json)
     }
 
     /// Rewrites the job's lines still on screen (`None`: removes them).
     pub(crate) fn write_screen(&self, id: JobId, screen: Option<&SavedScreen>) {
-        let path = self.job_dir(id).join(SCREEN);
-        let result = match screen {
-            None => match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            },
+        let result = self.job_dir(id).and_then(|dir| match screen {
+            None => dir.remove_file(SCREEN),
             Some(screen) => serde_json::to_vec(screen)
                 .map_err(std::io::Error::other)
-                .and_then(|json| write_atomic(&path, &json)),
-        };
+                .and_then(|json| dir.write_atomic(SCREEN, &json)),
+        });
         if let Err(e) = result {
             tracing::warn!("cannot save the screen of job {id}: {e}");
         }
@@ -336,7 +320,16 @@ impl Store {
 
     /// Whether `ptyjobs kill` asked for this job's end (then its signal death is a kill).
     pub(crate) fn kill_requested(&self, id: JobId) -> bool {
-        self.job_dir(id).join(KILL_REQUEST).exists()
+        self.job_dir(id).is_ok_and(|dir| dir.exists(KILL_REQUEST))
+    }
+
+    /// Leaves the kill request `ptyjobs kill` writes before it signals a job (a new empty
+    /// file, renamed into place: a link planted there is replaced, not written through).
+    ///
+    /// # Errors
+    /// When the job's directory cannot be opened or the file written.
+    pub(crate) fn leave_kill_request(&self, id: JobId) -> std::io::Result<()> {
+        self.job_dir(id)?.write_atomic(KILL_REQUEST, b"")
     }
 
     /// Reads one record.
@@ -356,11 +349,11 @@ impl Store {
         alive: &mut HashMap<ServerRef, bool>,
         cache: bool,
     ) -> Result<StoredJob> {
-        let dir = self.job_dir(id);
+        let dir = self.job_path(id);
         let cached = crate::manager::lock(&self.finals).get(&id).cloned();
         if let Some(record) = cached {
             // A final record never changes; it only goes away.
-            if dir.join(META).exists() {
+            if self.job_dir(id).is_ok_and(|d| d.exists(META)) {
                 let owner_alive = self.server.as_ref() == Some(&record.server)
                     || *alive
                         .entry(record.server.clone())
@@ -373,7 +366,10 @@ impl Store {
             crate::manager::lock(&self.finals).remove(&id);
             return Err(Error::JobNotFound(id));
         }
-        let text = match std::fs::read(dir.join(META)) {
+        let text = match self
+            .job_dir(id)
+            .and_then(|d| d.read(META, MAX_RECORD_BYTES))
+        {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::JobNotFound(id));
@@ -446,14 +442,14 @@ impl Store {
     }
 
     fn read_records(&self, skip: impl Fn(JobId) -> bool, cache: bool) -> Vec<StoredJob> {
-        let Ok(entries) = std::fs::read_dir(self.cfg.dir.join("jobs")) else {
+        let Ok(entries) = self.jobs.entries() else {
             return Vec::new();
         };
         let mut alive = HashMap::new();
         let mut jobs: Vec<StoredJob> = entries
-            .filter_map(|e| {
-                let name = e.ok()?.file_name();
-                let id: JobId = name.to_str()?.parse().ok()?;
+            .into_iter()
+            .filter_map(|(name, _)| {
+                let id: JobId = name.parse().ok()?;
                 if skip(id) {
                     return None;
                 }
@@ -481,12 +477,13 @@ impl Store {
         if p.is_empty() {
             return Err(Error::InvalidArgument("empty job id".into()));
         }
-        let entries = std::fs::read_dir(self.cfg.dir.join("jobs"))?;
+        let entries = self.jobs.entries()?;
         let matches: Vec<JobId> = entries
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<JobId>().ok())
+            .into_iter()
+            .filter_map(|(name, _)| name.parse::<JobId>().ok())
             .filter(|id| id.to_string().starts_with(&p))
-            // Only jobs with a record (not a server's spare directory).
-            .filter(|id| self.job_dir(*id).join(META).exists())
+            // Only jobs with a record (not a server's spare directory, not a link).
+            .filter(|id| self.job_dir(*id).is_ok_and(|d| d.exists(META)))
             .collect();
         match matches.as_slice() {
             [one] => Ok(*one),
@@ -519,8 +516,7 @@ impl Store {
                 status: r.status,
             });
         }
-        let path = self.job_dir(id).join(KILL_REQUEST);
-        if let Err(e) = private_file(&path) {
+        if let Err(e) = self.leave_kill_request(id) {
             tracing::warn!("cannot leave a kill request for job {id}: {e}");
         }
         let pid = r.process.pid;

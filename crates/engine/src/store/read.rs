@@ -1,31 +1,41 @@
 //! Reading a stored job's transcript and screen: its disk log, then the lines it still had on
-//! screen when it last went quiet.
+//! screen when it last went quiet. Files are opened through the job's directory handle, never
+//! through a link; reads are bounded (see [`crate::output::window`]).
 
 use std::fs::File;
+use std::ops::ControlFlow;
 
-use super::{LOG, SCREEN, SavedScreen, Store, StoredJob};
+use super::disk_run::DiskRun;
+use super::{LOG, MAX_RECORD_BYTES, SCREEN, SavedScreen, Store, StoredJob};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::output::OutputSlice;
+use crate::output::window::{Captured, LineRun, read_window};
 use crate::terminal::ScreenSnapshot;
 
 impl Store {
+    /// The job's log, opened without following a link.
+    fn open_log(&self, id: JobId) -> std::io::Result<File> {
+        self.job_dir(id)?.open_read(LOG)
+    }
+
     /// Complete lines in the job's disk log.
     ///
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
     pub fn log_lines(&self, id: JobId) -> Result<u64> {
-        let file = File::open(self.job_dir(id).join(LOG))?;
+        let file = self.open_log(id)?;
         let mut indexes = crate::manager::lock(&self.indexes);
         Ok(indexes.entry(id).or_default().update(&file)?)
     }
 
-    /// Lines `from..from+limit` of the job's disk log.
+    /// Lines `from..from+limit` of the job's disk log. Every line asked for is read: callers
+    /// ask for bounded chunks (see [`Self::log_window`] for a read within a byte budget).
     ///
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
     pub fn read_log(&self, id: JobId, from: u64, limit: usize) -> Result<Vec<String>> {
-        let file = match File::open(self.job_dir(id).join(LOG)) {
+        let file = match self.open_log(id) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),
@@ -36,18 +46,63 @@ impl Store {
         Ok(index.read(&file, from, limit)?)
     }
 
+    /// Runs `read` over log lines `from..to` as a [`LineRun`] (an empty one without a log).
+    pub(crate) fn with_log_run<T>(
+        &self,
+        id: JobId,
+        from: u64,
+        to: u64,
+        read: impl FnOnce(&mut dyn LineRun) -> std::io::Result<T>,
+    ) -> Result<T> {
+        let file = match self.open_log(id) {
+            Ok(f) => Some(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        let mut indexes = crate::manager::lock(&self.indexes);
+        let index = indexes.entry(id).or_default();
+        match &file {
+            Some(file) => {
+                index.update(file)?;
+                Ok(read(&mut DiskRun::new(file, index, from, to))?)
+            }
+            None => Ok(read(&mut Captured::default())?),
+        }
+    }
+
     /// The lines a job not yet finished by its server still had on screen when it last went
     /// quiet. `None` once its final record holds the screen: the log then has every line.
     pub fn saved_screen(&self, job: &StoredJob) -> Option<SavedScreen> {
         if job.record.screen.is_some() {
             return None;
         }
-        let text = std::fs::read(self.job_dir(job.record.id).join(SCREEN)).ok()?;
+        let text = self
+            .job_dir(job.record.id)
+            .and_then(|d| d.read(SCREEN, MAX_RECORD_BYTES))
+            .ok()?;
         serde_json::from_slice(&text).ok()
     }
 
+    /// The saved screen's lines after the log's `log_lines` (lines of it the log has since
+    /// taken are skipped).
+    fn screen_after_log(&self, job: &StoredJob, log_lines: u64) -> Vec<String> {
+        self.saved_screen(job).map_or_else(Vec::new, |s| {
+            let taken = usize::try_from(log_lines.saturating_sub(s.first_line)).unwrap_or(0);
+            s.lines.into_iter().skip(taken).collect()
+        })
+    }
+
+    fn log_len(&self, id: JobId) -> Result<u64> {
+        match self.log_lines(id) {
+            Ok(n) => Ok(n),
+            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Lines `offset..offset+limit` of a stored job's transcript: its log, then the lines that
-    /// were still on screen. Numbers are the same as when the job was in memory.
+    /// were still on screen. Numbers are the same as when the job was in memory. Every line
+    /// asked for is read (see [`Self::output_within`] for a read within a byte budget).
     ///
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
@@ -57,36 +112,43 @@ impl Store {
         offset: Option<u64>,
         limit: Option<usize>,
     ) -> Result<OutputSlice> {
+        self.output_within(job, offset, limit, usize::MAX)
+    }
+
+    /// [`Self::output`] within `max_bytes` of text: the range is clamped to what the budget
+    /// can carry *before* anything is read (its head and tail lines around a marker line, with
+    /// `omitted_lines`, `omitted_bytes` and `omitted_from` saying what was left out), so a
+    /// huge `limit` over a huge log costs the budget, not the log.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub fn output_within(
+        &self,
+        job: &StoredJob,
+        offset: Option<u64>,
+        limit: Option<usize>,
+        max_bytes: usize,
+    ) -> Result<OutputSlice> {
         let id = job.record.id;
-        let log_lines = match self.log_lines(id) {
-            Ok(n) => n,
-            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e),
-        };
-        // The saved screen continues the log; lines of it the log has since taken are skipped.
-        let screen: Vec<String> = self.saved_screen(job).map_or_else(Vec::new, |s| {
-            let taken = usize::try_from(log_lines.saturating_sub(s.first_line)).unwrap_or(0);
-            s.lines.into_iter().skip(taken).collect()
-        });
+        let log_lines = self.log_len(id)?;
+        let screen = self.screen_after_log(job, log_lines);
         let end = log_lines + screen.len() as u64;
         let requested = offset.unwrap_or(0).min(end);
-        let available = usize::try_from(end - requested).unwrap_or(usize::MAX);
-        let count = limit.map_or(available, |l| l.min(available));
-        let mut lines = self.read_log(id, requested, count)?;
+        let available = end - requested;
+        let count = limit.map_or(available, |l| (l as u64).min(available));
+        let to = requested + count;
         let skip = usize::try_from(requested.saturating_sub(log_lines)).unwrap_or(usize::MAX);
-        lines.extend(
-            screen
-                .into_iter()
-                .skip(skip)
-                .take(count.saturating_sub(lines.len())),
-        );
-        let output = lines.join("\n");
+        let take = usize::try_from(to.saturating_sub(log_lines.max(requested))).unwrap_or(0);
+        let mut screen = Captured::of_lines(screen.into_iter().skip(skip).take(take).collect());
+        let window = self.with_log_run(id, requested, to.min(log_lines), |log| {
+            read_window(&mut [log, &mut screen], requested, max_bytes)
+        })?;
         Ok(OutputSlice {
-            bytes: output.len() as u64,
-            output,
+            bytes: window.output.len() as u64,
+            output: window.output,
             first_line: requested,
-            line_count: lines.len() as u64,
-            next_offset: requested + lines.len() as u64,
+            line_count: window.line_count,
+            next_offset: requested + window.line_count,
             total_lines: end,
             dropped_lines: 0,
             final_lines: if job.record.status.is_final() {
@@ -95,9 +157,9 @@ impl Store {
                 log_lines
             },
             truncated: count < available,
-            omitted_lines: 0,
-            omitted_bytes: 0,
-            omitted_from: None,
+            omitted_lines: window.omitted_lines,
+            omitted_bytes: window.omitted_bytes,
+            omitted_from: window.omitted_from,
             status: job.record.status,
         })
     }
@@ -107,8 +169,60 @@ impl Store {
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
     pub fn tail(&self, job: &StoredJob, n: usize) -> Result<OutputSlice> {
-        let total = self.output(job, None, Some(0))?.total_lines;
-        self.output(job, Some(total.saturating_sub(n as u64)), None)
+        self.tail_within(job, n, usize::MAX)
+    }
+
+    /// [`Self::tail`] within `max_bytes` of text (see [`Self::output_within`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub fn tail_within(&self, job: &StoredJob, n: usize, max_bytes: usize) -> Result<OutputSlice> {
+        let log_lines = self.log_len(job.record.id)?;
+        let total = log_lines + self.screen_after_log(job, log_lines).len() as u64;
+        self.output_within(job, Some(total.saturating_sub(n as u64)), None, max_bytes)
+    }
+
+    /// Calls `f` with each line of a stored job's transcript from `from` on, numbered, until it
+    /// breaks: the log streamed a buffer at a time, then the saved screen's lines. Memory
+    /// stays bounded whatever the log's size.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub(crate) fn visit_lines(
+        &self,
+        job: &StoredJob,
+        from: u64,
+        f: &mut dyn FnMut(u64, &str) -> ControlFlow<()>,
+    ) -> Result<()> {
+        let id = job.record.id;
+        let file = match self.open_log(id) {
+            Ok(file) => Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        let mut log_lines = 0;
+        if let Some(file) = &file {
+            // The index is updated under the lock, then cloned-free: the walk itself holds
+            // no lock (a search over a large log must not stall other reads).
+            let index = {
+                let mut indexes = crate::manager::lock(&self.indexes);
+                let index = indexes.entry(id).or_default();
+                index.update(file)?;
+                index.clone()
+            };
+            log_lines = index.lines();
+            if index.visit(file, from, f)?.is_break() {
+                return Ok(());
+            }
+        }
+        let screen = self.screen_after_log(job, log_lines);
+        let skip = usize::try_from(from.saturating_sub(log_lines)).unwrap_or(usize::MAX);
+        for (n, line) in (log_lines.max(from)..).zip(screen.iter().skip(skip)) {
+            if f(n, line).is_break() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// The final screen of a stored job (or, for a job another server runs, its last saved

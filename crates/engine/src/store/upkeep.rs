@@ -1,20 +1,10 @@
 //! Upkeep of the state directory: spare job directories made ahead, retention, removal.
 
-use std::time::Duration;
-
 use chrono::Utc;
 
-use super::{LOG, META, PruneReport, Store, dir_size, private_dir, private_file, temp_path};
+use super::{META, PruneReport, Store};
 use crate::error::{Error, Result};
 use crate::job::JobId;
-
-/// A job directory made ahead of time, holding an empty log and the empty temp file its first
-/// record will be written to (then renamed into place). Only files are made ahead, none is
-/// kept open: opening an existing file costs a fraction of creating one.
-#[derive(Debug)]
-pub(crate) struct Spare {
-    pub(crate) id: JobId,
-}
 
 impl Store {
     /// The upkeep a server runs at start and then periodically, off its runtime: reading every
@@ -25,68 +15,6 @@ impl Store {
         self.sweep_spares();
         self.prepare_spare();
         report
-    }
-
-    /// Takes the job directory made ahead of time, if there is one: its id becomes the new
-    /// job's, its log the job's log.
-    pub(crate) fn take_spare(&self) -> Option<Spare> {
-        let spare = crate::manager::lock(&self.spare).take()?;
-        // Another server's sweep removes spares that waited over an hour.
-        self.job_dir(spare.id).join(LOG).exists().then_some(spare)
-    }
-
-    /// Makes a job directory (and empty log) ahead of time for the next job, unless one is
-    /// ready. Blocking file-system work: call it off the async runtime.
-    pub(crate) fn prepare_spare(&self) {
-        if crate::manager::lock(&self.spare).is_some() {
-            return;
-        }
-        let id = JobId::new();
-        let dir = self.job_dir(id);
-        let made = private_dir(&dir)
-            .and_then(|()| private_file(&dir.join(LOG)))
-            .and_then(|_| private_file(&temp_path(&dir.join(META))))
-            .map(|_| Spare { id });
-        match made {
-            Ok(made) => {
-                let mut spare = crate::manager::lock(&self.spare);
-                match *spare {
-                    None => *spare = Some(made),
-                    // Another caller was quicker.
-                    Some(_) => {
-                        drop(spare);
-                        let _ = std::fs::remove_dir_all(&dir);
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!("cannot prepare a job directory: {e}");
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-        }
-    }
-
-    /// Removes job directories without a record that are over an hour old: spares of servers
-    /// that were killed. (Younger ones may be another live server's spare.)
-    fn sweep_spares(&self) {
-        let Ok(entries) = std::fs::read_dir(self.cfg.dir.join("jobs")) else {
-            return;
-        };
-        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let is_job = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.parse::<JobId>().is_ok());
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t < hour_ago);
-            if is_job && old && path.is_dir() && !path.join(META).exists() {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-        }
     }
 
     /// Removes a finished job's record and log.
@@ -104,15 +32,22 @@ impl Store {
         Ok(())
     }
 
+    /// Removes a job's directory, never through a link (one in its place is unlinked itself).
     fn remove_dir(&self, id: JobId) -> std::io::Result<u64> {
-        let dir = self.job_dir(id);
-        let size = dir_size(&dir);
+        let size = self.job_size(id);
         crate::manager::lock(&self.indexes).remove(&id);
         crate::manager::lock(&self.finals).remove(&id);
         // Remove the record first: a directory without one is invisible to every reader.
-        let _ = std::fs::remove_file(dir.join(META));
-        std::fs::remove_dir_all(&dir)?;
+        if let Ok(dir) = self.job_dir(id) {
+            dir.remove_file(META)?;
+        }
+        self.jobs.remove_tree(&id.to_string())?;
         Ok(size)
+    }
+
+    /// Bytes of a job's files (0 when its directory cannot be opened).
+    fn job_size(&self, id: JobId) -> u64 {
+        self.job_dir(id).map_or(0, |d| d.size())
     }
 
     /// Applies the retention limits: finished jobs beyond `keep_jobs`, older than `keep_age`,
@@ -122,10 +57,7 @@ impl Store {
     pub fn prune(&self) -> PruneReport {
         let mut report = PruneReport::default();
         let jobs = self.records_uncached();
-        let mut total: u64 = jobs
-            .iter()
-            .map(|j| dir_size(&self.job_dir(j.record.id)))
-            .sum();
+        let mut total: u64 = jobs.iter().map(|j| self.job_size(j.record.id)).sum();
         let mut finished = jobs.iter().filter(|j| j.record.status.is_final()).count();
         let now = Utc::now();
         let max_age =

@@ -11,7 +11,7 @@ impl Terminal {
     /// it seen every byte itself.
     pub(super) fn process(&mut self, mut bytes: &[u8]) {
         if !self.fast {
-            self.parser.process(bytes);
+            self.emulate(bytes);
             return;
         }
         let mut touched = false;
@@ -33,7 +33,7 @@ impl Terminal {
             }
             // The emulator takes the rest of this line; the model may apply again after it.
             let n = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
-            self.parser.process(&bytes[..n]);
+            self.emulate(&bytes[..n]);
             bytes = &bytes[n..];
         }
         if touched {
@@ -110,6 +110,9 @@ impl Terminal {
                 }
             }
         }
+        if let Some(c) = model.last.take() {
+            self.last_printed = Some(char::from(c));
+        }
         let mut out = Vec::new();
         let mut rest = &lines[..];
         if continued && let Some((first, tail)) = rest.split_first() {
@@ -123,7 +126,7 @@ impl Terminal {
             // usual way), put the lines that would scroll off straight into the transcript, and
             // draw only the last screenful, discarding the blank rows that scroll off meanwhile.
             out.extend(std::iter::repeat_n(b'\n', rows - 1));
-            self.parser.process(&out);
+            self.draw(&out);
             out.clear();
             let (direct, shown) = rest.split_at(rest.len() - (rows - 1));
             let capture = self.parser.callbacks_mut();
@@ -137,7 +140,7 @@ impl Terminal {
             draw_row(line, &mut out);
             out.extend_from_slice(b"\r\n");
         }
-        self.parser.process(&out);
+        self.draw(&out);
         debug_assert_eq!(self.parser.callbacks().discard, 0);
         used
     }
@@ -155,6 +158,6 @@ impl Terminal {
             }
         }
         out.extend_from_slice(&model.sgr);
-        self.parser.process(&out);
+        self.draw(&out);
     }
 }

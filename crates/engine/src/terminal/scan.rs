@@ -1,5 +1,7 @@
-//! Byte-level preparation of a job's output before the emulator sees it: invalid UTF-8, and
-//! the escape sequences the transcript must act on first.
+//! Byte-level preparation of a job's output before the emulator sees it (invalid UTF-8, the
+//! sequences the transcript must act on first) and of the text that leaves it.
+
+use super::parse::Sequence;
 
 /// What invalid input becomes inside the emulator. vt100 refuses to draw U+FFFD itself, so
 /// invalid bytes are drawn as this private-use character and turned back into U+FFFD whenever
@@ -7,8 +9,52 @@
 pub(super) const STAND_IN: char = '\u{10fffd}';
 pub(super) const REPLACEMENT: &[u8] = "\u{10fffd}".as_bytes();
 
+/// Drawn into the last column when a double-width character does not fit there and moves to
+/// the next row. vt100 marks such a row as ending its line (it wraps only rows whose last cell
+/// holds something); the marker makes it a wrapped row like any other, so the line is joined
+/// again whatever the widths of its characters. It stands for a blank cell and never leaves the
+/// emulator as a character (see [`restore_row`]).
+pub(super) const MARGIN: char = '\u{10fffc}';
+
+/// Turns one row's text from the emulator into what a person sees: the stand-in back into
+/// U+FFFD, a margin marker at the end of the row removed (with the blank cells before it), one
+/// elsewhere turned into the blank it stands for.
+pub(super) fn restore_row(text: String) -> String {
+    let mut text = restore_replacement(text);
+    if !text.contains(MARGIN) {
+        return text;
+    }
+    if text.ends_with(MARGIN) {
+        let kept = text.trim_end_matches(MARGIN).trim_end_matches(' ').len();
+        text.truncate(kept);
+    }
+    text.replace(MARGIN, " ")
+}
+
+/// The screen's text like [`vt100::Screen::contents`] (rows of one line joined, lines separated
+/// by `\n`, trailing empty lines dropped), each row cleaned by [`restore_row`].
+pub(super) fn screen_text(screen: &vt100::Screen) -> String {
+    let cols = screen.size().1.get();
+    let mut out = String::new();
+    let mut wrapping = false;
+    for (i, row) in (0u16..).zip(screen.rows(0, cols)) {
+        let row = restore_row(row);
+        if wrapping && row.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&row);
+        wrapping = screen.row_wrapped(i);
+        if !wrapping {
+            out.push('\n');
+        }
+    }
+    let kept = out.trim_end_matches('\n').len();
+    out.truncate(kept);
+    out
+}
+
 /// Turns the emulator's stand-in back into U+FFFD.
-pub(super) fn restore_replacement(text: String) -> String {
+fn restore_replacement(text: String) -> String {
     if text.contains(STAND_IN) {
         text.replace(STAND_IN, "\u{fffd}")
     } else {
@@ -59,9 +105,9 @@ pub(super) fn sanitize_utf8<'a>(tail: &mut Vec<u8>, input: &'a [u8]) -> std::bor
 }
 
 /// A sequence the transcript must act on before the emulator sees it.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Watched {
-    /// Erases the whole screen (`ESC[2J`, `ESC c`).
+    /// Erases the whole screen (`ESC[2J`).
     Clear,
     /// `ESC[J` / `ESC[0J`: erases from the cursor down, a full clear when the cursor is at home.
     ClearBelow,
@@ -75,56 +121,25 @@ pub(super) enum Watched {
     InsertMode(bool),
 }
 
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Scan {
-    /// The escape sequence at this position is cut off by the end of the buffer.
-    Incomplete,
-    /// A sequence of this many bytes that we act on.
-    Watched(Watched, usize),
-    /// Anything else: let the emulator have it.
-    Other,
-}
-
-/// Classifies the escape sequence starting at `buf[0] == ESC`.
-pub(super) fn scan_escape(buf: &[u8]) -> Scan {
-    match buf.get(1) {
-        None => Scan::Incomplete,
-        Some(b'c') => Scan::Watched(Watched::Reset, 2),
-        Some(b'[') => {
-            let mut i = 2;
-            while let Some(&b) = buf.get(i) {
-                match b {
-                    0x20..=0x3f => i += 1,
-                    0x40..=0x7e => return classify_csi(&buf[2..i], b, i + 1),
-                    _ => return Scan::Other,
-                }
-            }
-            Scan::Incomplete
-        }
-        Some(_) => Scan::Other,
+/// Whether the emulator's dispatch of `seq` is one the transcript acts on first.
+pub(super) fn watched(seq: &Sequence) -> Option<Watched> {
+    if seq.kind != b'[' {
+        return (seq.intermediates.is_empty() && seq.final_byte == b'c').then_some(Watched::Reset);
     }
-}
-
-fn classify_csi(params: &[u8], final_byte: u8, len: usize) -> Scan {
-    match (final_byte, params) {
-        (b'J', b"2") => Scan::Watched(Watched::Clear, len),
-        (b'J', b"" | b"0") => Scan::Watched(Watched::ClearBelow, len),
-        (b'h', [b'?', modes @ ..]) => {
-            let alt = modes
-                .split(|&b| b == b';')
-                .any(|m| matches!(m, b"47" | b"1047" | b"1049"));
-            if alt {
-                Scan::Watched(Watched::EnterAlternate, len)
-            } else {
-                Scan::Other
-            }
-        }
-        (b'r', p) if !p.starts_with(b"?") => {
-            Scan::Watched(Watched::ScrollRegion(!p.is_empty()), len)
-        }
-        (b'h' | b'l', p) if p.split(|&b| b == b';').any(|m| m == b"4") => {
-            Scan::Watched(Watched::InsertMode(final_byte == b'h'), len)
-        }
-        _ => Scan::Other,
+    let values = || seq.values();
+    match (seq.intermediates.as_slice(), seq.final_byte) {
+        (b"", b'J') => match seq.first() {
+            2 => Some(Watched::Clear),
+            0 => Some(Watched::ClearBelow),
+            _ => None,
+        },
+        (b"?", b'h') => values()
+            .any(|m| matches!(m, 47 | 1047 | 1049))
+            .then_some(Watched::EnterAlternate),
+        (b"", b'r') => Some(Watched::ScrollRegion(values().any(|v| v != 0))),
+        (b"", f @ (b'h' | b'l')) => values()
+            .any(|m| m == 4)
+            .then_some(Watched::InsertMode(f == b'h')),
+        _ => None,
     }
 }

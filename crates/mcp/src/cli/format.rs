@@ -75,12 +75,53 @@ pub(crate) fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
-/// `s` on one line: control characters (newlines, tabs, escapes that could drive the
-/// terminal) become spaces.
+/// Whether `c` is a bidirectional formatting character: embeddings and overrides
+/// (U+202A–U+202E), isolates (U+2066–U+2069), the marks U+200E, U+200F and U+061C. On a
+/// terminal they reorder what follows them, so a field could show something else than it is.
+pub(crate) fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// `s` safe on one line of a person's terminal: control characters (newlines, tabs, escapes
+/// that could drive the terminal, C1 controls) become spaces, bidirectional formatting
+/// characters are dropped. Every record field the CLI prints goes through it.
 pub(crate) fn one_line(s: &str) -> String {
     s.chars()
+        .filter(|&c| !is_bidi_control(c))
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+/// A line of a job's output for `logs`: control characters but tabs become spaces (the
+/// emulator's text has none; a log written by something else might), and on a terminal
+/// bidirectional formatting characters are dropped. Piped, the text stays as the job wrote it.
+pub(crate) fn output_line(s: &str, tty: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\t') || (tty && is_bidi_control(c));
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    s.chars()
+        .filter(|&c| !(tty && is_bidi_control(c)))
+        .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
+        .collect::<String>()
+        .into()
+}
+
+/// JSON text with every bidirectional formatting character and every control character
+/// serde_json leaves as is (DEL, the C1 controls such as U+009B, a CSI on some terminals)
+/// written as a `\uXXXX` escape: the same JSON to a parser, nothing that drives or reorders a
+/// terminal. Only strings can hold them (the layout's own newlines are kept), so escaping is
+/// always valid.
+pub(crate) fn json_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if is_bidi_control(c) || (c.is_control() && c != '\n') {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `s` cut to at most `width` characters, an ellipsis marking the cut.
@@ -119,6 +160,15 @@ mod tests {
         assert_eq!(truncate("abc", 4), "abc");
         assert_eq!(pad("ab", 4), "ab  ");
         assert_eq!(one_line("a\nb\t\u{1b}[31m"), "a b  [31m");
+        assert_eq!(one_line("ab\u{202e}cd\u{2066}e\u{9b}f"), "abcde f");
+        assert_eq!(output_line("a\tb\u{202e}c", false), "a\tb\u{202e}c");
+        assert_eq!(output_line("a\tb\u{202e}c\u{1b}", true), "a\tbc ");
+        let json = json_safe(&serde_json::to_string("x\u{202e}y\u{1b}").unwrap());
+        assert_eq!(json, "\"x\\u202ey\\u001b\"");
+        assert_eq!(
+            serde_json::from_str::<String>(&json).unwrap(),
+            "x\u{202e}y\u{1b}"
+        );
     }
 
     #[test]

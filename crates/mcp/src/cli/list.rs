@@ -4,7 +4,7 @@ use std::io::Write;
 
 use ptyjobs_engine::{JobStatus, Store, StoredJob};
 
-use super::format::{duration, local_time, one_line, pad, truncate};
+use super::format::{duration, json_safe, local_time, one_line, pad, truncate};
 use super::json::JobJson;
 use super::out::Out;
 use super::{CmdResult, Failure};
@@ -30,12 +30,12 @@ pub(crate) fn run(store: &Store, status: Option<&str>, json: bool) -> CmdResult 
         let list: Vec<JobJson> = jobs.iter().map(JobJson::from).collect();
         let text = serde_json::to_string_pretty(&list)
             .map_err(|e| Failure::msg(format!("cannot encode the jobs as JSON: {e}")))?;
-        out.line(&text)?;
+        out.line(&json_safe(&text))?;
     } else if jobs.is_empty() {
         let which = filter.map(|s| format!("{s} ")).unwrap_or_default();
         out.line(&format!(
             "no {which}jobs in {}",
-            store.config().dir.display()
+            one_line(&store.config().dir.display().to_string())
         ))?;
     } else {
         table(&mut out, &jobs)?;
@@ -60,7 +60,7 @@ impl Row {
         let info = job.info(None);
         let exit = match (info.exit_code, &info.signal) {
             (Some(code), _) => code.to_string(),
-            (None, Some(signal)) => signal.clone(),
+            (None, Some(signal)) => one_line(signal),
             (None, None) => "-".to_owned(),
         };
         Self {

@@ -70,7 +70,7 @@ fn print_from(store: &Store, job: &StoredJob, from: u64, out: &mut Out) -> Resul
     let rest = store.output(job, Some(at), None)?;
     if rest.line_count > 0 {
         for line in rest.output.split('\n') {
-            out.line(line)?;
+            out.output_line(line)?;
         }
     }
     Ok(rest.next_offset)
@@ -86,7 +86,7 @@ fn print_log(store: &Store, id: JobId, from: u64, end: u64, out: &mut Out) -> Re
             break;
         }
         for line in &lines {
-            out.line(line)?;
+            out.output_line(line)?;
         }
         at += lines.len() as u64;
     }
@@ -172,12 +172,12 @@ impl Follow {
     fn emit(&mut self, n: u64, line: &str, out: &mut Out) -> Result<(), Failure> {
         if n < self.at {
             match self.early.remove(&n) {
-                Some(printed) if printed != line => out.line(line)?,
+                Some(printed) if printed != line => out.output_line(line)?,
                 _ => {}
             }
             return Ok(());
         }
-        out.line(line)?;
+        out.output_line(line)?;
         self.at = n + 1;
         Ok(())
     }

@@ -62,7 +62,7 @@ pub(crate) fn rm(store: &Store, ids: &[String]) -> CmdResult {
                 out.flush()?;
             }
             Err(e) => {
-                eprintln!("ptyjobs: {}", describe(&e));
+                eprintln!("ptyjobs: {}", one_line(&describe(&e)));
                 failed = true;
             }
         }

@@ -137,7 +137,8 @@ pub fn run(command: Command, store: Result<StoreConfig, String>) -> ExitCode {
     match outcome {
         Ok(()) | Err(Failure::Gone) => ExitCode::SUCCESS,
         Err(Failure::Message(m)) => {
-            eprintln!("ptyjobs: {m}");
+            // Messages quote paths and record fields: nothing in them may drive the terminal.
+            eprintln!("ptyjobs: {}", format::one_line(&m));
             ExitCode::FAILURE
         }
         Err(Failure::Reported) => ExitCode::FAILURE,

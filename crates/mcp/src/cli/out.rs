@@ -51,6 +51,13 @@ impl Out {
         self.w.write_all(b"\n")
     }
 
+    /// Writes a line of a job's output, made safe for a terminal (see
+    /// [`super::format::output_line`]), and a newline.
+    pub(crate) fn output_line(&mut self, line: &str) -> std::io::Result<()> {
+        let line = super::format::output_line(line, self.tty);
+        self.line(&line)
+    }
+
     /// Whether the reader of stdout has gone away (a pipe whose read end is closed), checked
     /// without writing: lets `logs --follow` end while the job prints nothing.
     pub(crate) fn reader_gone(&self) -> bool {

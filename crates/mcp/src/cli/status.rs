@@ -4,7 +4,7 @@ use chrono::Utc;
 use ptyjobs_engine::Store;
 use serde::Serialize;
 
-use super::format::{ago, duration, local_time_zoned, one_line};
+use super::format::{ago, duration, json_safe, local_time_zoned, one_line};
 use super::json::JobJson;
 use super::logs::total_lines;
 use super::out::Out;
@@ -33,7 +33,7 @@ pub(crate) fn run(store: &Store, id: &str, json: bool) -> CmdResult {
         };
         let text = serde_json::to_string_pretty(&status)
             .map_err(|e| Failure::msg(format!("cannot encode the job as JSON: {e}")))?;
-        out.line(&text)?;
+        out.line(&json_safe(&text))?;
         std::io::Write::flush(&mut out)?;
         return Ok(());
     }
@@ -51,7 +51,7 @@ pub(crate) fn run(store: &Store, id: &str, json: bool) -> CmdResult {
         fields.push(("exit code", code.to_string()));
     }
     if let Some(signal) = &info.signal {
-        fields.push(("signal", signal.clone()));
+        fields.push(("signal", one_line(signal)));
     }
     if let Some(reason) = &info.reason {
         fields.push(("reason", one_line(reason)));

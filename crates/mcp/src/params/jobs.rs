@@ -6,7 +6,8 @@ use ptyjobs_engine::{JobInfo, KillOutcome};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, rfc3339};
+use super::{Status, WaitResult, rfc3339};
+use crate::budget;
 
 /// `kill_job` upper bound on `grace_ms`.
 pub const MAX_GRACE_MS: u64 = 60_000;
@@ -38,6 +39,13 @@ pub struct ExecuteParams {
     /// A short label for the job, e.g. `"dev-server"`, shown in list_jobs.
     #[serde(default)]
     pub name: Option<String>,
+    /// Answer only when the job has ended, with its exit status and last lines (`outcome`):
+    /// for builds and tests, not for servers. A client with MCP tasks runs the whole job as
+    /// one cancellable task; others wait at most the server's cap (50 s) and get
+    /// `outcome.capped: true` if the job is still running (then call wait_for_job). Default
+    /// false: answer at once.
+    #[serde(default)]
+    pub wait: Option<bool>,
 }
 
 /// Result of execute_command.
@@ -49,6 +57,9 @@ pub struct ExecuteResult {
     pub pid: u32,
     /// `running` right after the start (a very short command may already be done).
     pub status: Status,
+    /// With `wait`: how the wait ended, the exit code or signal, and the last lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<WaitResult>,
 }
 
 impl From<JobInfo> for ExecuteResult {
@@ -57,7 +68,17 @@ impl From<JobInfo> for ExecuteResult {
             job_id: j.id.to_string(),
             pid: j.pid,
             status: j.status.into(),
+            outcome: None,
         }
+    }
+}
+
+impl ExecuteResult {
+    /// This result with the job's status and `outcome` after a wait.
+    pub fn with_outcome(mut self, outcome: WaitResult) -> Self {
+        self.status = outcome.status;
+        self.outcome = Some(outcome);
+        self
     }
 }
 
@@ -68,9 +89,11 @@ pub struct StatusResult {
     pub job_id: String,
     /// running, completed, failed or killed.
     pub status: Status,
-    /// Exit code once the job exited normally (127 = command not found), else null.
+    /// Exit code once the job exited normally (127 = command not found), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    /// Signal that ended the job (e.g. `SIGTERM`), else null.
+    /// Signal that ended the job (e.g. `SIGTERM`), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
     /// Process id of the job's shell.
     pub pid: u32,
@@ -78,13 +101,16 @@ pub struct StatusResult {
     pub command: String,
     /// When the job started (RFC 3339).
     pub started: String,
-    /// When the job ended (RFC 3339), null while running.
+    /// When the job ended (RFC 3339), absent while running.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub finished: Option<String>,
     /// Run time in milliseconds, so far if still running.
     pub duration_ms: u64,
     /// The label given at start, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Why the job failed or was killed, in a few words.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Working directory of the job.
     pub cwd: String,
@@ -115,11 +141,11 @@ impl From<JobInfo> for StatusResult {
             exit_code: j.exit_code,
             signal: j.signal,
             pid: j.pid,
-            command: j.command,
+            command: budget::shorten(j.command, budget::STATUS_COMMAND_BYTES),
             started: rfc3339(j.started),
             finished: j.finished.map(rfc3339),
             duration_ms: j.duration_ms,
-            name: j.name,
+            name: j.name.map(|n| budget::shorten(n, budget::LIST_TEXT_BYTES)),
             reason: j.reason,
             cwd: j.cwd.display().to_string(),
             this_server: j.this_server,
@@ -137,13 +163,16 @@ pub struct JobSummary {
     pub job_id: String,
     /// running, completed, failed or killed.
     pub status: Status,
-    /// The command line as given.
+    /// The command line as given (a long one is cut after 512 bytes; get_job_status shows
+    /// more).
     pub command: String,
     /// When the job started (RFC 3339).
     pub started: String,
-    /// Exit code once the job exited normally, else null.
+    /// Exit code once the job exited normally, else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// The label given at start, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Process id of the job's shell.
     pub pid: u32,
@@ -171,10 +200,10 @@ impl From<JobInfo> for JobSummary {
         Self {
             job_id: j.id.to_string(),
             status: j.status.into(),
-            command: j.command,
+            command: budget::shorten(j.command, budget::LIST_TEXT_BYTES),
             started: rfc3339(j.started),
             exit_code: j.exit_code,
-            name: j.name,
+            name: j.name.map(|n| budget::shorten(n, budget::LIST_TEXT_BYTES)),
             pid: j.pid,
             this_server: j.this_server,
             waiting_for_input: j.input.is_some(),
@@ -190,14 +219,28 @@ pub struct ListParams {
     /// Only jobs with this status, e.g. `"running"`. Default: every job.
     #[serde(default)]
     pub status: Option<Status>,
+    /// Continue a listing: the `next_cursor` of the previous answer.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Most bytes of jobs in one answer, 256-65536 (default and maximum 65536).
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
 }
 
 /// Result of list_jobs.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListResult {
-    /// Every known job, newest first: this server's, then those of earlier runs and of other
-    /// servers kept in the state directory, until retention prunes the oldest.
+    /// Known jobs, newest first: this server's, then those of earlier runs and of other
+    /// servers kept in the state directory, until retention prunes the oldest. One answer
+    /// holds at most 64 KiB of them; `next_cursor` continues.
     pub jobs: Vec<JobSummary>,
+    /// Jobs matching the filter, in this answer or not.
+    pub total_jobs: u64,
+    /// Jobs matching the filter not in this answer (before the cursor or after this page).
+    pub omitted_jobs: u64,
+    /// Pass as `cursor` to list the next jobs; absent when this answer reaches the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// A signal, by name or number.

@@ -39,7 +39,8 @@ pub struct Accounting {
     /// Bytes left out of the middle to fit `max_bytes`.
     pub omitted_bytes: u64,
     /// Absolute number of the first line left out (read them with get_job_output
-    /// `offset=omitted_from`, `limit=omitted_lines`); null when nothing was.
+    /// `offset=omitted_from`, `limit=omitted_lines`); absent when nothing was.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted_from: Option<u64>,
     /// Absolute line number after the last line covered: pass it as get_job_output's
     /// `offset` to read only what comes after.

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Accounting, Status};
+use crate::budget;
 
 /// `interact_with_job` default wait.
 pub const DEFAULT_WAIT_MS: u64 = 5000;
@@ -54,10 +55,23 @@ pub struct InteractResult {
     pub truncated: bool,
 }
 
+/// Input of get_job_screen.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ScreenParams {
+    /// The job's UUID.
+    pub job_id: String,
+    /// Most bytes of screen text to return, 256-65536 (default and maximum 65536). A larger
+    /// screen has its long rows cut and its bottom rows left out, and says so.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
 /// Result of get_job_screen.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ScreenResult {
-    /// Every visible row as text, top to bottom (trailing blanks trimmed).
+    /// The visible rows as text, top to bottom (trailing blanks trimmed). Within `max_bytes`:
+    /// long rows are cut (see `cut_rows`) and the bottom rows may be left out (see
+    /// `omitted_rows`).
     pub rows: Vec<String>,
     /// Cursor row, 0-based from the top.
     pub cursor_row: u16,
@@ -69,26 +83,100 @@ pub struct ScreenResult {
     pub height: u16,
     /// True while a full-screen program (editor, pager, TUI) uses the alternate screen.
     pub alternate_screen: bool,
-    /// The window title the program set, if any.
+    /// The window title the program set, if any (at most 1 KiB of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The job's status.
     pub status: Status,
+    /// True when rows were cut or left out to fit `max_bytes`.
+    pub truncated: bool,
+    /// Rows shortened to fit (each ends with a note of the bytes cut).
+    pub cut_rows: u64,
+    /// Rows at the bottom of the screen left out to fit.
+    pub omitted_rows: u64,
+    /// Bytes of screen text left out, in cut and omitted rows.
+    pub omitted_bytes: u64,
 }
 
 impl ScreenResult {
-    /// The snapshot, with the job's status.
-    pub fn new(s: ScreenSnapshot, status: Status) -> Self {
+    /// The snapshot within `max_bytes` of row text, with the job's status.
+    pub fn new(s: ScreenSnapshot, status: Status, max_bytes: usize) -> Self {
+        let fitted = fit_rows(s.rows, max_bytes);
         Self {
-            rows: s.rows,
+            truncated: fitted.cut_rows > 0 || fitted.omitted_rows > 0,
+            rows: fitted.rows,
+            cut_rows: fitted.cut_rows,
+            omitted_rows: fitted.omitted_rows,
+            omitted_bytes: fitted.omitted_bytes,
             cursor_row: s.cursor_row,
             cursor_col: s.cursor_col,
             cols: s.cols,
             height: s.height,
             alternate_screen: s.alternate_screen,
-            title: s.title,
+            title: s.title.map(|t| budget::shorten(t, budget::TITLE_BYTES)),
             status,
         }
     }
+}
+
+/// Screen rows fitted into a byte budget.
+pub struct FittedRows {
+    /// The rows kept, some cut.
+    pub rows: Vec<String>,
+    /// Rows shortened.
+    pub cut_rows: u64,
+    /// Rows left out at the bottom.
+    pub omitted_rows: u64,
+    /// Bytes left out.
+    pub omitted_bytes: u64,
+}
+
+/// Fits `rows` into about `max_bytes` of JSON: every row gets an equal share (at least 256
+/// bytes) and is cut past it; rows that no longer fit are left out from the bottom. A 1000-row
+/// screen of combining characters (megabytes) thus still shows every row's start.
+pub fn fit_rows(rows: Vec<String>, max_bytes: usize) -> FittedRows {
+    // JSON quotes and commas, and escapes (control characters become `\u00XX`).
+    let cost = |r: &str| budget::json_len(&r) + 1;
+    let total: usize = rows.iter().map(|r| cost(r)).sum();
+    let mut out = FittedRows {
+        rows: Vec::with_capacity(rows.len()),
+        cut_rows: 0,
+        omitted_rows: 0,
+        omitted_bytes: 0,
+    };
+    if total <= max_bytes {
+        out.rows = rows;
+        return out;
+    }
+    let used_rows = rows.iter().filter(|r| !r.is_empty()).count().max(1);
+    let share = (max_bytes / used_rows).max(256);
+    let mut used = 0;
+    for row in rows {
+        let len = row.len() as u64;
+        let (row, cut) = if cost(&row) > share {
+            // Leave room for the note and for escapes.
+            let kept = budget::shorten(row, share.saturating_sub(48) / 6 * 5);
+            // The note at the end is not screen text.
+            let text = kept.rfind(" [... ").unwrap_or(kept.len());
+            let cut = len.saturating_sub(text as u64);
+            (kept, Some(cut))
+        } else {
+            (row, None)
+        };
+        if used + cost(&row) > max_bytes {
+            // Left out whole: every byte of it counts.
+            out.omitted_rows += 1;
+            out.omitted_bytes += len;
+            continue;
+        }
+        if let Some(cut) = cut {
+            out.cut_rows += 1;
+            out.omitted_bytes += cut;
+        }
+        used += cost(&row);
+        out.rows.push(row);
+    }
+    out
 }
 
 /// Input of resize_job.
@@ -118,4 +206,37 @@ pub struct ResizeResult {
     pub status: Status,
     /// What happened, in a sentence.
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_screens_are_sent_whole() {
+        let rows = vec!["a".to_owned(), String::new(), "b".to_owned()];
+        let f = fit_rows(rows.clone(), 1000);
+        assert_eq!((f.rows, f.cut_rows, f.omitted_rows), (rows, 0, 0));
+    }
+
+    #[test]
+    fn huge_screens_fit_and_count_what_they_left_out() {
+        let row = "e\u{301}\u{302}".repeat(1000);
+        let f = fit_rows(vec![row.clone(); 1000], 64 * 1024);
+        let sent: usize = f.rows.iter().map(|r| budget::json_len(r) + 1).sum();
+        assert!(sent <= 64 * 1024, "{sent}");
+        assert_eq!(f.rows.len() as u64 + f.omitted_rows, 1000);
+        assert_eq!(f.cut_rows as usize, f.rows.len(), "every row kept was cut");
+        assert!(f.omitted_rows > 0);
+        assert!(f.rows[0].starts_with("e\u{301}") && f.rows[0].ends_with("bytes cut]"));
+        let total = (row.len() * 1000) as u64;
+        let kept: u64 = f.rows.iter().map(|r| r.len() as u64).sum();
+        // What was left out plus what was sent (less the notes) is the whole screen.
+        let notes: u64 = f
+            .rows
+            .iter()
+            .map(|r| (r.len() - r.rfind(" [...").expect("note")) as u64)
+            .sum();
+        assert_eq!(f.omitted_bytes + kept - notes, total);
+    }
 }

@@ -77,8 +77,10 @@ pub struct WaitResult {
     /// Why the wait ended: exited, matched, idle, port_open, input_wanted or timeout.
     pub reason: Reason,
     /// The line that matched `pattern`, for `matched`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_line: Option<String>,
     /// Absolute line number of matched_line.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line_number: Option<u64>,
     /// For input_wanted: the text of the line the cursor is on (the prompt, e.g. `Password:`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,14 +95,17 @@ pub struct WaitResult {
     /// wait_for_job again to keep waiting.
     pub capped: bool,
     /// What to do next, when the wait timed out.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// How long the wait took, in ms.
     pub waited_ms: u64,
     /// The job's status now.
     pub status: Status,
-    /// Exit code once the job exited normally, else null.
+    /// Exit code once the job exited normally, else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    /// Signal that ended the job (e.g. `SIGINT`), else null.
+    /// Signal that ended the job (e.g. `SIGINT`), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
     /// The last lines of output (clean text).
     pub tail: String,

@@ -3,11 +3,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ptyjobs_engine::{JobId, JobSpec, KillOutcome, Signal};
+use ptyjobs_engine::{JobId, JobSpec, KillOutcome, Signal, WaitSpec};
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::service::RequestContext;
 use rmcp::{Json, Peer, RoleServer, tool, tool_router};
 
 use super::{job_id, seconds};
+use crate::budget;
 use crate::error::ToolError;
 use crate::params::*;
 use crate::server::Server;
@@ -17,17 +19,29 @@ impl Server {
     /// Start a shell command as a background job under its own terminal and return its job_id
     /// at once. Use for builds, tests, servers, watchers: anything long-running or interactive.
     /// Then wait_for_job, e.g. `{"command": "npm run dev", "name": "dev"}` followed by
-    /// wait_for_job `{"job_id": ..., "port": 3000}`.
+    /// wait_for_job `{"job_id": ..., "port": 3000}`. For a build or a test run, `"wait": true`
+    /// answers once the job has ended, with its exit code and last lines. Environment: the server's, plus
+    /// TERM=xterm-256color, COLORTERM=truecolor, PAGER=cat, GIT_PAGER=cat, and GIT_EDITOR,
+    /// EDITOR, VISUAL set to a command that fails at once (no editor can be used in a
+    /// background job: pass messages on the command line, e.g. `git commit -m "..."`); `env`
+    /// overrides any of them.
     #[tool(annotations(destructive_hint = true, open_world_hint = true))]
     async fn execute_command(
         &self,
         Parameters(p): Parameters<ExecuteParams>,
-        peer: Peer<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ExecuteResult>, ToolError> {
+        let mut env = p.env.unwrap_or_default();
+        if let Some(editor) = &self.editor {
+            for var in ["GIT_EDITOR", "EDITOR", "VISUAL"] {
+                env.entry(var.to_owned())
+                    .or_insert_with(|| editor.to_string());
+            }
+        }
         let spec = JobSpec {
             command: p.command,
             cwd: p.cwd.map(PathBuf::from),
-            env: p.env.unwrap_or_default(),
+            env,
             cols: p.cols,
             rows: p.rows,
             name: p.name,
@@ -35,8 +49,25 @@ impl Server {
         };
         let job = self.jobs.execute(spec)?;
         // The resource list changed (this job appeared, maybe an old one was forgotten).
-        tokio::spawn(async move { peer.notify_resource_list_changed().await });
-        Ok(Json(job.into()))
+        self.resource_list_changed(&context.peer);
+        let id = job.id;
+        let started = ExecuteResult::from(job);
+        if p.wait != Some(true) {
+            return Ok(Json(started));
+        }
+        // A client without tasks (those with tasks never get here, see server.rs): wait in
+        // the call, capped like wait_for_job.
+        // "Until it exits": longer than any cap, so a capped wait says so (call wait_for_job).
+        let until_exit = WaitSpec {
+            timeout: Some(Duration::from_secs(365 * 86_400)),
+            ..WaitSpec::default()
+        };
+        let progress = super::progress(&context);
+        let wait = self.jobs.wait_for(id, &until_exit, progress);
+        tokio::select! {
+            outcome = wait => Ok(Json(started.with_outcome(outcome?.into()))),
+            () = context.ct.cancelled() => Err(ToolError::invalid("the wait was cancelled; the job runs on")),
+        }
     }
 
     /// Get a job's status (running, completed, failed or killed), exit code, signal and timing.
@@ -49,18 +80,40 @@ impl Server {
     }
 
     /// List jobs with their status, name, command, start time and exit code, newest first.
-    /// `{"status": "running"}` lists only running jobs.
+    /// `{"status": "running"}` lists only running jobs. One answer holds at most 64 KiB of
+    /// jobs: pass its `next_cursor` as `cursor` for the next ones.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
-    async fn list_jobs(&self, Parameters(p): Parameters<ListParams>) -> Json<ListResult> {
-        Json(ListResult {
-            jobs: self
-                .jobs
-                .list()
-                .into_iter()
-                .filter(|j| p.status.is_none_or(|s| Status::from(j.status) == s))
-                .map(Into::into)
-                .collect(),
-        })
+    async fn list_jobs(
+        &self,
+        Parameters(p): Parameters<ListParams>,
+    ) -> Result<Json<ListResult>, ToolError> {
+        let jobs: Vec<_> = self
+            .jobs
+            .list()
+            .into_iter()
+            .filter(|j| p.status.is_none_or(|s| Status::from(j.status) == s))
+            .collect();
+        let start = match &p.cursor {
+            None => 0,
+            Some(c) => c.parse::<usize>().map_err(|_| {
+                ToolError::invalid(format!(
+                    "cursor {c:?} is not one list_jobs gave: pass an answer's next_cursor, \
+                     or leave cursor out to start from the newest job"
+                ))
+            })?,
+        };
+        let total = jobs.len();
+        let page = budget::page(
+            jobs.into_iter().skip(start).map(JobSummary::from),
+            budget::requested(p.max_bytes),
+        );
+        let end = start.saturating_add(page.len()).min(total);
+        Ok(Json(ListResult {
+            omitted_jobs: (total - page.len()) as u64,
+            total_jobs: total as u64,
+            next_cursor: (end < total).then(|| end.to_string()),
+            jobs: page,
+        }))
     }
 
     /// Stop a job and every process it started: `signal` (default TERM) to all of them, then
@@ -103,7 +156,7 @@ impl Server {
     ) -> Result<Json<RemoveResult>, ToolError> {
         let id = job_id(&p.job_id)?;
         self.jobs.remove(id)?;
-        tokio::spawn(async move { peer.notify_resource_list_changed().await });
+        self.resource_list_changed(&peer);
         Ok(Json(RemoveResult {
             job_id: id.to_string(),
             removed: true,

@@ -10,7 +10,11 @@ mod wait;
 
 use std::time::Duration;
 
-use ptyjobs_engine::JobId;
+use ptyjobs_engine::{JobId, WaitProgress};
+use rmcp::RoleServer;
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::RequestContext;
+use tokio::sync::mpsc;
 
 use crate::error::ToolError;
 
@@ -49,4 +53,32 @@ fn count(
                 format!("{name} must be between {min} and {max}, got {v}")
             })
         })
+}
+
+/// A callback for the engine's wait progress that sends MCP progress notifications when the
+/// request carries a progress token (clients reset their request timeout on each), and does
+/// nothing otherwise. The engine's callback is synchronous: notifications go out through a
+/// channel and a task that ends with the wait.
+fn progress(context: &RequestContext<RoleServer>) -> impl Fn(WaitProgress) + Send + Sync + 'static {
+    let (tx, mut rx) = mpsc::unbounded_channel::<WaitProgress>();
+    if let Some(token) = context.meta.get_progress_token() {
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            while let Some(p) = rx.recv().await {
+                let (elapsed, total) = (p.elapsed.as_secs_f64(), p.total.as_secs_f64());
+                let note = ProgressNotificationParam::new(token.clone(), elapsed)
+                    .with_total(total)
+                    .with_message(format!(
+                        "waited {elapsed:.0} s of {total:.0} s; the job has printed {} bytes",
+                        p.bytes
+                    ));
+                if peer.notify_progress(note).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    move |p| {
+        let _ = tx.send(p);
+    }
 }

@@ -23,11 +23,12 @@ impl Server {
     ) -> Result<Json<OutputResult>, ToolError> {
         let id = job_id(&p.job_id)?;
         let limit = count("limit", p.limit, DEFAULT_OUTPUT_LIMIT, 1, usize::MAX)?;
-        let slice = self.jobs.output(id, p.offset, Some(limit))?;
-        Ok(Json(OutputResult::new(
-            slice,
-            budget::requested(p.max_bytes),
-        )))
+        let max_bytes = budget::requested(p.max_bytes);
+        let slice = self
+            .jobs
+            .output_async(id, p.offset, Some(limit), max_bytes)
+            .await?;
+        Ok(Json(OutputResult::new(slice, max_bytes)))
     }
 
     /// Get the last `lines` lines (1-1000, default 50) of a job's output as clean text,
@@ -40,8 +41,9 @@ impl Server {
     ) -> Result<Json<TailResult>, ToolError> {
         let id = job_id(&p.job_id)?;
         let lines = count("lines", p.lines, DEFAULT_TAIL_LINES, 1, MAX_TAIL_LINES)?;
-        let slice = self.jobs.tail(id, lines)?;
-        Ok(Json(TailResult::new(slice, budget::requested(p.max_bytes))))
+        let max_bytes = budget::requested(p.max_bytes);
+        let slice = self.jobs.tail_async(id, lines, max_bytes).await?;
+        Ok(Json(TailResult::new(slice, max_bytes)))
     }
 
     /// Search all of a job's held output with a regular expression, without consuming it:
@@ -62,6 +64,8 @@ impl Server {
             MAX_MATCHES,
         )?;
         let re = compile_pattern(&p.pattern)?;
-        Ok(Json(self.jobs.search(id, &re, context, max)?.into()))
+        Ok(Json(
+            self.jobs.search_async(id, re, context, max).await?.into(),
+        ))
     }
 }

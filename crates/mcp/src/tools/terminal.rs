@@ -61,16 +61,21 @@ impl Server {
 
     /// Show the job's terminal screen as a person would see it now: rows of text, cursor
     /// position, size, whether a full-screen program is on the alternate screen, the window
-    /// title. Use it for TUIs, editors, pagers and watchers that redraw in place.
+    /// title. Use it for TUIs, editors, pagers and watchers that redraw in place. At most
+    /// `max_bytes` (default 64 KiB) of rows: a bigger screen says what it left out.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn get_job_screen(
         &self,
-        Parameters(p): Parameters<JobIdParams>,
+        Parameters(p): Parameters<ScreenParams>,
     ) -> Result<Json<ScreenResult>, ToolError> {
         let id = job_id(&p.job_id)?;
         let screen = self.jobs.screen(id)?;
         let status = self.jobs.status(id)?.status;
-        Ok(Json(ScreenResult::new(screen, status.into())))
+        Ok(Json(ScreenResult::new(
+            screen,
+            status.into(),
+            crate::budget::requested(p.max_bytes),
+        )))
     }
 
     /// Change a running job's terminal size; the program gets SIGWINCH and redraws.

@@ -2,7 +2,10 @@
 
 mod attach;
 mod bad_input;
+mod budgets;
 mod cursors;
+mod disk_trust;
+mod environment;
 mod input;
 mod keys;
 mod lifecycle;
@@ -10,6 +13,10 @@ mod persist;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;
+mod protocol;
+mod raw;
+mod schemas;
+mod tasks;
 mod terminal;
 mod tools;
 mod util;

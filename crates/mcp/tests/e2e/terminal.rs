@@ -149,3 +149,53 @@ async fn a_50_mb_line_keeps_memory_and_answers_bounded() {
         &text[..text.len().min(300)]
     );
 }
+
+/// A 200 MB unterminated OSC (issue 11, finding 4): the server does not buffer it, the output
+/// after it is right once it ends, and a 30 MB title comes back small.
+#[tokio::test]
+async fn huge_escape_strings_keep_the_server_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_in(dir.path(), &[]).await;
+    let (warm, _) = s.exec("echo warm").await;
+    s.wait_done(&warm).await;
+    let before = rss_kib(s.pid);
+    let (id, _) = s
+        .exec(
+            "printf '\\033]0;'; head -c 200000000 /dev/zero | tr '\\0' x; printf '\\007'; \
+             echo after; printf '\\033]2;'; head -c 30000000 /dev/zero | tr '\\0' t; \
+             printf '\\007'; echo end",
+        )
+        .await;
+    let peak = Cell::new(before);
+    wait_until(
+        "the 230 MB of strings to pass",
+        Duration::from_secs(120),
+        || async {
+            peak.set(peak.get().max(rss_kib(s.pid)));
+            (s.status(&id).await["status"] != "running").then_some(())
+        },
+    )
+    .await;
+    let grown_mb = peak.get().max(rss_kib(s.pid)).saturating_sub(before) / 1024;
+    assert!(grown_mb < 40, "server grew by {grown_mb} MB");
+    assert_eq!(s.output(&id).await, "after\nend");
+    let screen = s.ok("get_job_screen", json!({ "job_id": id })).await;
+    let len = serde_json::to_string(&screen).map_or(usize::MAX, |j| j.len());
+    assert!(len < 16 * 1024, "the screen answer is {len} bytes");
+}
+
+/// A program asking for the cursor position gets the answer through the server.
+#[tokio::test]
+async fn a_cursor_position_query_is_answered() {
+    let s = Server::start(&[]).await;
+    let (id, _) = s
+        .exec(
+            "stty raw -echo; printf 'abc\\033[6n'; \
+             r=$(dd bs=1 count=6 2>/dev/null | od -An -c | tr -d ' \\n'); \
+             stty sane; echo; echo \"reply $r\"",
+        )
+        .await;
+    s.wait_done(&id).await;
+    let out = s.output(&id).await;
+    assert!(out.contains("reply 033[1;4R"), "{out}");
+}

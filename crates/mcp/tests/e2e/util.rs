@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ProgressNotificationParam,
-    ResourceUpdatedNotificationParam,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProgressNotificationParam, ProtocolVersion, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ServiceError, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
@@ -55,6 +55,8 @@ pub struct Recorder {
     pub updated: Arc<Mutex<Vec<String>>>,
     /// Resource-list-changed notifications received.
     pub list_changed: Arc<AtomicUsize>,
+    /// Declare the MCP tasks extension.
+    pub tasks: bool,
 }
 
 impl Recorder {
@@ -74,6 +76,15 @@ impl Recorder {
 }
 
 impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        let caps = if self.tasks {
+            ClientCapabilities::builder().enable_tasks().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new("ptyjobs-e2e", "0"))
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -101,6 +112,16 @@ impl ClientHandler for Recorder {
     }
 }
 
+/// What the test client speaks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Dialect {
+    /// Declare the MCP tasks extension (`io.modelcontextprotocol/tasks`).
+    pub tasks: bool,
+    /// Use the 2026-07-28 protocol (`server/discover`, per-request metadata) instead of the
+    /// 2025 `initialize` handshake.
+    pub protocol_2026: bool,
+}
+
 /// A running server and a connected client. Dropping it SIGKILLs the server and every job
 /// session the test learned about, so a failing test leaves nothing behind.
 pub struct Server {
@@ -119,6 +140,11 @@ impl Server {
     /// Starts `ptyjobs` with `args` and completes the MCP handshake.
     pub async fn start(args: &[&str]) -> Self {
         Self::start_with(args, None, &[]).await
+    }
+
+    /// Starts `ptyjobs` with `args` and connects a client speaking `dialect`.
+    pub async fn start_as(args: &[&str], dialect: Dialect) -> Self {
+        Self::start_full(args, None, &[], dialect).await
     }
 
     /// Starts `ptyjobs` with `args` and these environment variables.
@@ -144,6 +170,15 @@ impl Server {
         args: &[&str],
         log_filter: Option<&str>,
         env: &[(&str, &std::path::Path)],
+    ) -> Self {
+        Self::start_full(args, log_filter, env, Dialect::default()).await
+    }
+
+    async fn start_full(
+        args: &[&str],
+        log_filter: Option<&str>,
+        env: &[(&str, &std::path::Path)],
+        dialect: Dialect,
     ) -> Self {
         let mut cmd = tokio::process::Command::new(BIN);
         cmd.args(args);
@@ -189,12 +224,24 @@ impl Server {
                 }
             });
         }
-        let heard = Recorder::default();
-        let client = heard
-            .clone()
-            .serve(transport)
-            .await
-            .expect("MCP handshake with ptyjobs");
+        let heard = Recorder {
+            tasks: dialect.tasks,
+            ..Recorder::default()
+        };
+        let client = if dialect.protocol_2026 {
+            heard
+                .clone()
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+        } else {
+            heard.clone().serve(transport).await
+        }
+        .expect("MCP handshake with ptyjobs");
         std::mem::forget(guard);
         Self {
             client: Some(client),

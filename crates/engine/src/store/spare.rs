@@ -1,0 +1,114 @@
+//! Spare job directories: one made ahead of time, so that starting a job writes one file.
+
+use std::fs::File;
+use std::io::Write;
+use std::time::Duration;
+
+use rustix::fs::FileType;
+
+use super::fs::Dir;
+use super::log::LogWriter;
+use super::{LOG, META, Store};
+use crate::job::JobId;
+
+/// A job directory made ahead of time, holding its future log and the file its first record
+/// will be written to, both under random names and kept open: starting the job writes the
+/// record and renames the two into place (a link planted at either final name is replaced).
+#[derive(Debug)]
+pub(crate) struct Spare {
+    pub(crate) id: JobId,
+    dir: Dir,
+    log: (String, File),
+    meta: (String, File),
+}
+
+impl Spare {
+    /// Writes the first record `json`, then puts the log and the record in place.
+    pub(crate) fn begin(self, json: &[u8], cap: u64) -> std::io::Result<LogWriter> {
+        let Self {
+            dir,
+            log: (log_tmp, log),
+            meta: (meta_tmp, mut meta),
+            ..
+        } = self;
+        meta.write_all(json)?;
+        drop(meta);
+        dir.rename(&log_tmp, LOG)?;
+        dir.rename(&meta_tmp, META)?;
+        Ok(LogWriter::new(log, cap))
+    }
+}
+
+impl Store {
+    /// Takes the job directory made ahead of time, if there is one: its id becomes the new
+    /// job's, its log the job's log.
+    pub(crate) fn take_spare(&self) -> Option<Spare> {
+        let spare = crate::manager::lock(&self.spare).take()?;
+        // Another server's sweep removes spares that waited over an hour.
+        let ours = self.jobs.stat(&spare.id.to_string()).ok()?;
+        let held = spare.dir.stat_self().ok()?;
+        let still_there = (ours.st_dev, ours.st_ino) == (held.st_dev, held.st_ino)
+            && spare.dir.exists(&spare.log.0);
+        still_there.then_some(spare)
+    }
+
+    /// Makes a job directory (and its files) ahead of time for the next job, unless one is
+    /// ready. Blocking file-system work: call it off the async runtime.
+    pub(crate) fn prepare_spare(&self) {
+        if crate::manager::lock(&self.spare).is_some() {
+            return;
+        }
+        let id = JobId::new();
+        let name = id.to_string();
+        let made = self.jobs.mkdir_new(&name).and_then(|()| {
+            let dir = self.jobs.sub(&name)?;
+            let log = dir.create_temp(LOG)?;
+            let meta = dir.create_temp(META)?;
+            Ok(Spare { id, dir, log, meta })
+        });
+        match made {
+            Ok(made) => {
+                let mut spare = crate::manager::lock(&self.spare);
+                match *spare {
+                    None => *spare = Some(made),
+                    // Another caller was quicker.
+                    Some(_) => {
+                        drop(spare);
+                        let _ = self.jobs.remove_tree(&name);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot prepare a job directory: {e}");
+                let _ = self.jobs.remove_tree(&name);
+            }
+        }
+    }
+
+    /// Removes job directories without a record that are over an hour old: spares of servers
+    /// that were killed. (Younger ones may be another live server's spare.) Only real
+    /// directories are swept; a link in their place is not followed.
+    pub(crate) fn sweep_spares(&self) {
+        let Ok(entries) = self.jobs.entries() else {
+            return;
+        };
+        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        let hour_ago = hour_ago
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        for (name, _) in entries {
+            if name.parse::<JobId>().is_err() {
+                continue;
+            }
+            let Ok(st) = self.jobs.stat(&name) else {
+                continue;
+            };
+            let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
+            #[allow(clippy::unnecessary_cast)] // st_mtime is i64 on some targets only
+            let old = (st.st_mtime as i64) < hour_ago;
+            if is_dir && old && self.jobs.sub(&name).is_ok_and(|d| !d.exists(META)) {
+                let _ = self.jobs.remove_tree(&name);
+            }
+        }
+    }
+}
