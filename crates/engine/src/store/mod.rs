@@ -256,13 +256,13 @@ impl Store {
     }
 
     /// Where a job's directory is, for messages (never opened by this path).
-    fn job_path(&self, id: JobId) -> PathBuf {
+    pub(crate) fn job_path(&self, id: JobId) -> PathBuf {
         self.cfg.dir.join("jobs").join(id.to_string())
     }
 
     /// Opens a job's directory relative to `jobs/`; a symbolic link in its place is an error,
-    /// never followed.
-    fn job_dir(&self, id: JobId) -> std::io::Result<Dir> {
+    /// never followed. Everything a job keeps on disk goes through this handle (see [`fs`]).
+    pub(crate) fn job_dir(&self, id: JobId) -> std::io::Result<Dir> {
         self.jobs.sub(&id.to_string()).map_err(|e| {
             if fs::is_link_error(&e) {
                 std::io::Error::new(
