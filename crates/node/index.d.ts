@@ -149,10 +149,11 @@ export declare class JobManager {
    * * `wait(jobId)`, `wait(jobId, { timeoutMs })`: resolves with the job's final `JobInfo`
    *   when it ends (a non-zero exit resolves too), or with its still-running info once
    *   `timeoutMs` passed (no limit by default).
-   * * With `pattern`, `idleMs` and/or `port`: resolves with a `WaitResult` at the first of
-   *   the job's exit (`exited`), a new line matching `pattern` (`matched`, with the line and
-   *   its number; `fromStart` to include older lines), `idleMs` without output (`idle`),
-   *   `port` on localhost accepting connections (`port_open`), or the timeout (`timeout`).
+   * * With `pattern`, `idleMs`, `port` and/or `input: true`: resolves with a `WaitResult` at
+   *   the first of the job's exit (`exited`), a new line matching `pattern` (`matched`, with
+   *   the line and its number; `fromStart` to include older lines), `idleMs` without output
+   *   (`idle`), `port` on localhost accepting connections (`port_open`), the job waiting for
+   *   input (`input_wanted`, with `prompt` and `echo`), or the timeout (`timeout`).
    *   Such a wait lasts at most the manager's `maxWaitMs` (50 000 unless set): a longer
    *   `timeoutMs` is cut to it and the result says `capped: true`, so call again.
    *
@@ -166,7 +167,7 @@ export declare class JobManager {
    * condition); for one another process runs, `pattern`, `idleMs` and `port` are not
    * watched and the wait ends at its exit or at the timeout.
    */
-  wait<O extends WaitOptions = {}>(jobId: string, options?: O): Promise<O extends { pattern: string } | { idleMs: number } | { port: number } ? WaitResult : [Extract<keyof O, 'pattern' | 'idleMs' | 'port'>] extends [never] ? JobInfo : JobInfo | WaitResult>
+  wait<O extends WaitOptions = {}>(jobId: string, options?: O): Promise<O extends { pattern: string } | { idleMs: number } | { port: number } | { input: true } ? WaitResult : [Extract<keyof O, 'pattern' | 'idleMs' | 'port' | 'input'>] extends [never] ? JobInfo : JobInfo | WaitResult>
   /**
    * Calls `callback` with the job's clean text as it becomes final: each line once, followed
    * by a line feed, once it scrolled off the terminal's screen or was cleared from it (see
@@ -256,6 +257,19 @@ export interface JobInfo {
    * live process sharing the directory runs, which only it controls (`NOT_OWNER`).
    */
   thisServer: boolean
+  /**
+   * True while the job waits for input: its foreground process is blocked reading the
+   * terminal and its output has been quiet for a moment (a `Password:` or `[y/N]` prompt,
+   * a REPL). Linux only (always false elsewhere); see the README for when it can be wrong.
+   */
+  waitingForInput: boolean
+  /**
+   * While `waitingForInput`: whether the terminal echoes what is typed (false for a
+   * password, which then never appears in the output).
+   */
+  echo?: boolean
+  /** While `waitingForInput`: the text of the line the cursor is on (the prompt). */
+  prompt?: string
 }
 
 /** A job's state. */
@@ -455,7 +469,7 @@ export interface TailOptions {
 /**
  * Options of `wait(jobId, options?)`.
  *
- * With none of `pattern`, `idleMs`, `port`, the wait ends when the job does (or at
+ * With none of `pattern`, `idleMs`, `port`, `input`, the wait ends when the job does (or at
  * `timeoutMs`) and resolves with the job's `JobInfo`. With any of them it ends at the first
  * condition met, the job's exit included, and resolves with a `WaitResult` saying which.
  */
@@ -485,19 +499,28 @@ export interface WaitOptions {
    * (1..=65535); probed every 100 ms.
    */
   port?: number
+  /**
+   * `true`: end as soon as the job waits for input (reason `input_wanted`, with `prompt`
+   * and `echo`); at once if it already does. Linux only.
+   */
+  input?: boolean
 }
 
 /** Which condition ended a `wait` with a condition. */
-export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'timeout'
+export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'input_wanted' | 'timeout'
 
 /** What ended a `wait` with a `pattern`, `idleMs` or `port` condition, and the job then. */
 export interface WaitResult {
-  /** `exited`, `matched`, `idle`, `port_open` or `timeout`. */
+  /** `exited`, `matched`, `idle`, `port_open`, `input_wanted` or `timeout`. */
   reason: WaitReason
   /** The line that matched, for `matched`. */
   matchedLine?: string
   /** Its absolute line number (usable as `output()`'s `offset`), for `matched`. */
   lineNumber?: number
+  /** The prompt (the text of the cursor's line), for `input_wanted`. */
+  prompt?: string
+  /** Whether the terminal echoes what is typed, for `input_wanted` (false: a password). */
+  echo?: boolean
   /**
    * True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
    * instead: call again to keep waiting.

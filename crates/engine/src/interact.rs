@@ -155,6 +155,7 @@ impl JobManager {
         let Some(_turn) = job.input.try_turn(&master) else {
             return Ok(0);
         };
+        job.waiting.clear(); // the input may answer the prompt
         Ok(pty::write_some(&master, data)?)
     }
 
@@ -166,6 +167,7 @@ impl JobManager {
     pub async fn write_all(&self, id: JobId, data: &[u8], deadline: Duration) -> Result<usize> {
         let job = self.inner.job(id)?;
         let master = job.master()?;
+        job.waiting.clear(); // the input may answer the prompt
         let until = Instant::now() + deadline;
         let Some(_turn) = job.input.turn(&master, until).await else {
             return Ok(0);

@@ -165,4 +165,8 @@ pub struct JobInfo {
     /// Whether this manager started the job in its present run. False for jobs read from the
     /// state directory: earlier runs', and those another live server owns.
     pub this_server: bool,
+    /// Set while the job waits for input: its foreground process is blocked reading the
+    /// terminal and its output is quiet (see [`crate::InputWait`] for how this is told and
+    /// when it can be wrong). Always `None` for a job that is not running.
+    pub input: Option<crate::InputWait>,
 }

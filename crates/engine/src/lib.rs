@@ -20,10 +20,12 @@
 //! ```
 #![deny(missing_docs)]
 
+mod attach;
 mod bounded;
 mod config;
 mod error;
 mod fastpath;
+mod input;
 mod interact;
 mod job;
 mod keys;
@@ -41,8 +43,10 @@ mod store;
 mod terminal;
 mod wait;
 
+pub use attach::{ATTACH_VERSION, AttachHello, AttachReply, AttachServer, attach_socket_path};
 pub use config::{EngineConfig, MAX_KILL_GRACE};
 pub use error::{Error, Result};
+pub use input::InputWait;
 pub use interact::Interaction;
 pub use job::{JobId, JobInfo, JobSpec, JobStatus};
 pub use keys::encode_keys;

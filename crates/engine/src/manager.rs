@@ -86,6 +86,10 @@ pub(crate) struct Job {
     pub(crate) done: watch::Sender<bool>,
     /// Everything written to the job's input goes through here, in order.
     pub(crate) input: crate::interact::InputQueue,
+    /// Whether the job waits for input, as its reader thread last found.
+    pub(crate) waiting: crate::input::InputWatch,
+    /// The raw output, for attached clients.
+    pub(crate) tap: crate::attach::Tap,
 }
 
 pub(crate) struct State {
@@ -139,6 +143,9 @@ impl Job {
             reason: s.reason.clone(),
             size: s.size,
             this_server: true,
+            input: (!s.status.is_final())
+                .then(|| self.waiting.current())
+                .flatten(),
         }
     }
 
@@ -177,9 +184,11 @@ impl pty::Sink for JobSink {
     }
 
     fn data(&self, bytes: &[u8]) {
+        self.job.waiting.output();
         let (replies, master) = {
             let mut s = lock(&self.job.state);
             s.term.feed(bytes);
+            self.job.tap.send(bytes);
             // One write per batch: readers of the log (and a crash) lag by one batch at most.
             if let Some(log) = s.term.log_mut() {
                 log.flush();
@@ -211,6 +220,10 @@ impl pty::Sink for JobSink {
             }
         };
         store.write_screen(self.job.id, Some(&screen));
+    }
+
+    fn quiet(&self, quiet: Duration) -> Option<Duration> {
+        crate::input::on_quiet(&self.job, quiet)
     }
 
     fn exited(&self, exit: ExitInfo) {

@@ -36,6 +36,11 @@ pub(crate) trait Sink: Send + 'static {
     fn data(&self, bytes: &[u8]);
     /// Output has paused for [`IDLE`] after some arrived (a prompt, a server that is up).
     fn idle(&self) {}
+    /// Output has been quiet for the given time (since the last byte, or the start); returns
+    /// how long until the next call (`None`: not until output arrives again).
+    fn quiet(&self, _quiet: Duration) -> Option<Duration> {
+        None
+    }
     /// The child was reaped and the output drained; called exactly once, last.
     fn exited(&self, exit: ExitInfo);
 }
@@ -216,6 +221,9 @@ fn read_loop(leader: &Arc<Leader>, id: JobId, master: &OwnedFd, drain: Duration,
     let mut killed_leftovers = false;
     // When output last arrived, while `Sink::idle` is owed for it.
     let mut last_data: Option<Instant> = None;
+    // Since when output is quiet, and when `Sink::quiet` is due next.
+    let mut quiet_since = Instant::now();
+    let mut quiet_due = Some(quiet_since);
     loop {
         if exit.is_none() {
             exit = exited(leader, false);
@@ -256,6 +264,13 @@ fn read_loop(leader: &Arc<Leader>, id: JobId, master: &OwnedFd, drain: Duration,
             Some(at) => timeout.min((at + IDLE).saturating_duration_since(Instant::now())),
             None => timeout,
         };
+        if eof || exit.is_some() {
+            quiet_due = None; // nobody waits for input any more
+        }
+        let timeout = match quiet_due {
+            Some(at) => timeout.min(at.saturating_duration_since(Instant::now())),
+            None => timeout,
+        };
         let ms = u16::try_from(timeout.as_millis().max(1)).unwrap_or(u16::MAX);
         match poll(&mut fds, PollTimeout::from(ms)) {
             Ok(_) | Err(Errno::EINTR) => {}
@@ -266,7 +281,17 @@ fn read_loop(leader: &Arc<Leader>, id: JobId, master: &OwnedFd, drain: Duration,
             (eof, got) = drain_master(master, &mut buf, sink);
             if got {
                 last_data = Some(Instant::now());
+                quiet_since = Instant::now();
+                quiet_due = Some(quiet_since);
             }
+        }
+        if let Some(at) = quiet_due
+            && !eof
+            && Instant::now() >= at
+        {
+            quiet_due = sink
+                .quiet(quiet_since.elapsed())
+                .map(|d| Instant::now() + d);
         }
         if let Some(at) = last_data
             && !eof

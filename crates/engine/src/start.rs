@@ -88,6 +88,8 @@ impl JobManager {
             events,
             done,
             input: Default::default(),
+            waiting: crate::input::InputWatch::default(),
+            tap: crate::attach::Tap::default(),
         });
         let (open_gate, gate) = std::sync::mpsc::sync_channel(1);
         let sink = JobSink {

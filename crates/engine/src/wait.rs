@@ -32,11 +32,15 @@ pub struct WaitSpec {
     pub idle: Option<Duration>,
     /// End when a TCP connection to this port on localhost succeeds.
     pub port: Option<u16>,
+    /// End as soon as the job waits for input (see [`crate::InputWait`]); at once if it
+    /// already does.
+    pub input: bool,
     /// End after this long (capped by the manager's `max_wait`).
     pub timeout: Option<Duration>,
 }
 
-/// Which condition ended a wait. Wire names `exited`, `matched`, `idle`, `port_open`, `timeout`.
+/// Which condition ended a wait. Wire names `exited`, `matched`, `idle`, `port_open`,
+/// `input_wanted`, `timeout`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitReason {
@@ -48,6 +52,8 @@ pub enum WaitReason {
     Idle,
     /// The port accepted a connection.
     PortOpen,
+    /// The job waits for input (see [`WaitOutcome::input`]).
+    InputWanted,
     /// The timeout passed first.
     Timeout,
 }
@@ -61,6 +67,9 @@ pub struct WaitOutcome {
     pub matched_line: Option<String>,
     /// Its absolute line number.
     pub line_number: Option<u64>,
+    /// For `input_wanted`: the prompt and whether the terminal echoes, as seen when the wait
+    /// ended (the job's `info.input` may already have moved on).
+    pub input: Option<crate::InputWait>,
     /// True when the requested timeout was longer than the cap and the cap was used instead:
     /// call again to keep waiting.
     pub capped: bool,
@@ -129,6 +138,7 @@ impl JobManager {
         };
         let deadline = start + total;
         let mut rx = job.events.subscribe();
+        let mut input_rx = job.waiting.subscribe();
         // Lines before `scan_from` were already searched (or are too old to count).
         let mut scan_from = if spec.from_start {
             0
@@ -138,6 +148,9 @@ impl JobManager {
         let mut last_output = start;
         let mut last_bytes = rx.borrow().bytes;
         let mut next_probe = start;
+        // A wait for input probes the job itself, more often than a long-quiet job's reader.
+        let mut next_input_probe = start;
+        let mut input_probe: Option<tokio::task::JoinHandle<()>> = None;
         let mut next_tick = start + TICK;
         let reason = loop {
             let ev = *rx.borrow_and_update();
@@ -166,10 +179,29 @@ impl JobManager {
             if ev.finished {
                 break WaitReason::Exited;
             }
+            input_rx.borrow_and_update();
+            if spec.input
+                && let Some(wait) = job.waiting.current()
+                && !lock(&job.state).status.is_final()
+            {
+                let mut out = self.outcome(id, WaitReason::InputWanted, None, capped, start)?;
+                out.input = Some(wait);
+                return Ok(out);
+            }
             if let Some(idle) = spec.idle
                 && now >= last_output + idle
             {
                 break WaitReason::Idle;
+            }
+            if spec.input
+                && now >= next_input_probe
+                && input_probe.as_ref().is_none_or(|h| h.is_finished())
+            {
+                let job = job.clone();
+                input_probe = Some(tokio::task::spawn_blocking(move || {
+                    crate::input::probe_if_quiet(&job);
+                }));
+                next_input_probe = now + crate::input::WAIT_PROBE;
             }
             if let Some(port) = spec.port
                 && now >= next_probe
@@ -201,7 +233,16 @@ impl JobManager {
             if spec.port.is_some() {
                 wake = wake.min(next_probe);
             }
-            let _ = tokio::time::timeout_at(wake.into(), rx.changed()).await;
+            if spec.input {
+                wake = wake.min(next_input_probe);
+            }
+            let changed = async {
+                tokio::select! {
+                    _ = rx.changed() => {}
+                    _ = input_rx.changed(), if spec.input => {}
+                }
+            };
+            let _ = tokio::time::timeout_at(wake.into(), changed).await;
         };
         self.outcome(id, reason, None, capped, start)
     }
@@ -219,6 +260,7 @@ impl JobManager {
             reason,
             matched_line,
             line_number,
+            input: None,
             capped: capped && reason == WaitReason::Timeout,
             waited_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
             info: self.status(id)?,

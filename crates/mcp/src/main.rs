@@ -105,6 +105,12 @@ async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), Strin
         }
         Err(e) => return Err(e.to_string()),
     };
+    // `ptyjobs attach`: a person may take over a job, through a socket in the state directory.
+    let _attach = jobs.store().and_then(|_| {
+        jobs.serve_attach()
+            .inspect_err(|e| tracing::warn!("ptyjobs attach is unavailable: {e}"))
+            .ok()
+    });
     let server = server::Server::new(jobs.clone()).with_editor(editor);
     let outcome = tokio::select! {
         r = async {

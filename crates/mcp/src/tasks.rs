@@ -141,6 +141,7 @@ fn final_result(jobs: &JobManager, info: JobInfo) -> Result<JsonObject, ErrorDat
         reason: WaitReason::Exited,
         matched_line: None,
         line_number: None,
+        input: None,
         capped: false,
         waited_ms: info.duration_ms,
         info: info.clone(),

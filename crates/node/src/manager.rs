@@ -383,10 +383,11 @@ impl JobManager {
     /// * `wait(jobId)`, `wait(jobId, { timeoutMs })`: resolves with the job's final `JobInfo`
     ///   when it ends (a non-zero exit resolves too), or with its still-running info once
     ///   `timeoutMs` passed (no limit by default).
-    /// * With `pattern`, `idleMs` and/or `port`: resolves with a `WaitResult` at the first of
-    ///   the job's exit (`exited`), a new line matching `pattern` (`matched`, with the line and
-    ///   its number; `fromStart` to include older lines), `idleMs` without output (`idle`),
-    ///   `port` on localhost accepting connections (`port_open`), or the timeout (`timeout`).
+    /// * With `pattern`, `idleMs`, `port` and/or `input: true`: resolves with a `WaitResult` at
+    ///   the first of the job's exit (`exited`), a new line matching `pattern` (`matched`, with
+    ///   the line and its number; `fromStart` to include older lines), `idleMs` without output
+    ///   (`idle`), `port` on localhost accepting connections (`port_open`), the job waiting for
+    ///   input (`input_wanted`, with `prompt` and `echo`), or the timeout (`timeout`).
     ///   Such a wait lasts at most the manager's `maxWaitMs` (50 000 unless set): a longer
     ///   `timeoutMs` is cut to it and the result says `capped: true`, so call again.
     ///
@@ -403,7 +404,7 @@ impl JobManager {
         catch_unwind,
         ts_generic_types = "O extends WaitOptions = {}",
         ts_args_type = "jobId: string, options?: O",
-        ts_return_type = "Promise<O extends { pattern: string } | { idleMs: number } | { port: number } ? WaitResult : [Extract<keyof O, 'pattern' | 'idleMs' | 'port'>] extends [never] ? JobInfo : JobInfo | WaitResult>"
+        ts_return_type = "Promise<O extends { pattern: string } | { idleMs: number } | { port: number } | { input: true } ? WaitResult : [Extract<keyof O, 'pattern' | 'idleMs' | 'port' | 'input'>] extends [never] ? JobInfo : JobInfo | WaitResult>"
     )]
     pub fn wait<'env>(
         &self,

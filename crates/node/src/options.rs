@@ -185,7 +185,7 @@ pub struct KillOptions {
 
 /// Options of `wait(jobId, options?)`.
 ///
-/// With none of `pattern`, `idleMs`, `port`, the wait ends when the job does (or at
+/// With none of `pattern`, `idleMs`, `port`, `input`, the wait ends when the job does (or at
 /// `timeoutMs`) and resolves with the job's `JobInfo`. With any of them it ends at the first
 /// condition met, the job's exit included, and resolves with a `WaitResult` saying which.
 #[napi(object)]
@@ -208,6 +208,9 @@ pub struct WaitOptions {
     /// End when a TCP connection to this port on localhost (127.0.0.1 or ::1) succeeds
     /// (1..=65535); probed every 100 ms.
     pub port: Option<f64>,
+    /// `true`: end as soon as the job waits for input (reason `input_wanted`, with `prompt`
+    /// and `echo`); at once if it already does. Linux only.
+    pub input: Option<bool>,
 }
 
 impl WaitOptions {
@@ -217,7 +220,11 @@ impl WaitOptions {
     /// # Errors
     /// `INVALID_ARGUMENT` for a bad pattern, `idleMs` or `port`.
     pub fn spec(&self, timeout: Option<Duration>) -> Result<Option<engine::WaitSpec>> {
-        if self.pattern.is_none() && self.idle_ms.is_none() && self.port.is_none() {
+        if self.pattern.is_none()
+            && self.idle_ms.is_none()
+            && self.port.is_none()
+            && self.input != Some(true)
+        {
             return Ok(None);
         }
         let port = self
@@ -237,6 +244,7 @@ impl WaitOptions {
                 .map(|v| whole("idleMs", v, 1, 1 << 50).map(Duration::from_millis))
                 .transpose()?,
             port: port.map(|p| u16::try_from(p).unwrap_or(u16::MAX)),
+            input: self.input == Some(true),
             timeout,
         }))
     }

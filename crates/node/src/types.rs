@@ -25,6 +25,8 @@ pub enum WaitReason {
     Idle,
     /// `port` accepted a connection.
     PortOpen,
+    /// The job waits for input (`input: true`): see `prompt` and `echo`.
+    InputWanted,
     /// `timeoutMs` (or `maxWaitMs`) passed first.
     Timeout,
 }
@@ -36,6 +38,7 @@ impl From<engine::WaitReason> for WaitReason {
             engine::WaitReason::Matched => Self::Matched,
             engine::WaitReason::Idle => Self::Idle,
             engine::WaitReason::PortOpen => Self::PortOpen,
+            engine::WaitReason::InputWanted => Self::InputWanted,
             engine::WaitReason::Timeout => Self::Timeout,
         }
     }
@@ -123,6 +126,15 @@ pub struct JobInfo {
     /// (with persistence): those of earlier managers and runs, which have ended, and those a
     /// live process sharing the directory runs, which only it controls (`NOT_OWNER`).
     pub this_server: bool,
+    /// True while the job waits for input: its foreground process is blocked reading the
+    /// terminal and its output has been quiet for a moment (a `Password:` or `[y/N]` prompt,
+    /// a REPL). Linux only (always false elsewhere); see the README for when it can be wrong.
+    pub waiting_for_input: bool,
+    /// While `waitingForInput`: whether the terminal echoes what is typed (false for a
+    /// password, which then never appears in the output).
+    pub echo: Option<bool>,
+    /// While `waitingForInput`: the text of the line the cursor is on (the prompt).
+    pub prompt: Option<String>,
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -153,6 +165,9 @@ impl From<engine::JobInfo> for JobInfo {
             cols: u32::from(i.size.0),
             rows: u32::from(i.size.1),
             this_server: i.this_server,
+            waiting_for_input: i.input.is_some(),
+            echo: i.input.as_ref().map(|w| w.echo),
+            prompt: i.input.map(|w| w.prompt),
         }
     }
 }
@@ -213,12 +228,16 @@ impl From<engine::OutputSlice> for Output {
 /// What ended a `wait` with a `pattern`, `idleMs` or `port` condition, and the job then.
 #[napi(object)]
 pub struct WaitResult {
-    /// `exited`, `matched`, `idle`, `port_open` or `timeout`.
+    /// `exited`, `matched`, `idle`, `port_open`, `input_wanted` or `timeout`.
     pub reason: WaitReason,
     /// The line that matched, for `matched`.
     pub matched_line: Option<String>,
     /// Its absolute line number (usable as `output()`'s `offset`), for `matched`.
     pub line_number: Option<f64>,
+    /// The prompt (the text of the cursor's line), for `input_wanted`.
+    pub prompt: Option<String>,
+    /// Whether the terminal echoes what is typed, for `input_wanted` (false: a password).
+    pub echo: Option<bool>,
     /// True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
     /// instead: call again to keep waiting.
     pub capped: bool,
@@ -236,6 +255,8 @@ impl From<engine::WaitOutcome> for WaitResult {
             reason: w.reason.into(),
             matched_line: w.matched_line,
             line_number: w.line_number.map(num),
+            prompt: w.input.as_ref().map(|i| i.prompt.clone()),
+            echo: w.input.map(|i| i.echo),
             capped: w.capped,
             waited_ms: num(w.waited_ms),
             info: w.info.into(),

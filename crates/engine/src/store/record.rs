@@ -127,6 +127,7 @@ impl JobRecord {
             reason: self.reason.clone(),
             size: self.size,
             this_server,
+            input: None,
         }
     }
 

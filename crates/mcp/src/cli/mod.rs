@@ -1,10 +1,12 @@
-//! The human CLI over the state directory: `ptyjobs list | logs | status | kill | rm | prune`.
-//! It reads the records the servers write; it never serves MCP.
+//! The human CLI over the state directory: `ptyjobs list | logs | status | kill | rm | prune |
+//! attach`. It reads the records the servers write; it never serves MCP (`attach` talks to a
+//! live server's socket).
 //!
 //! Contract of every subcommand: the answer goes to stdout and nothing else does; an error is
 //! one line on stderr, prefixed `ptyjobs: `, with exit code 1. A reader that goes away (`ptyjobs
 //! logs X | head -1`) ends the command quietly with exit code 0.
 
+mod attach;
 mod format;
 mod json;
 mod list;
@@ -65,6 +67,13 @@ pub enum Command {
     },
     /// Apply the retention limits now (--keep-jobs, --keep-days, --keep-mb).
     Prune,
+    /// Connect this terminal to a running job: its screen, then live output; what you type
+    /// goes to the job. Ctrl-] detaches (the job keeps running). Works with a live server on
+    /// the same state directory, as the same user.
+    Attach {
+        /// The job's id or a unique prefix of it.
+        id: String,
+    },
 }
 
 /// Why a subcommand stopped early.
@@ -144,5 +153,6 @@ fn dispatch(command: Command, store: &Store) -> CmdResult {
         Command::Kill { id, grace_ms } => manage::kill(store, &id, grace_ms),
         Command::Rm { ids } => manage::rm(store, &ids),
         Command::Prune => manage::prune(store),
+        Command::Attach { id } => attach::run(store, &id),
     }
 }

@@ -114,6 +114,20 @@ pub struct StatusResult {
     /// False for a job this server did not start in its present run: one of an earlier run
     /// (read from the state directory), or one another server sharing it runs.
     pub this_server: bool,
+    /// True while the job waits for input: its foreground process is blocked reading the
+    /// terminal and it has printed nothing for a moment (a prompt such as `Password:`,
+    /// `[y/N]`, a REPL). Answer with interact_with_job or send_keys.
+    pub waiting_for_input: bool,
+    /// Only while waiting_for_input: whether the terminal echoes what is typed. false means a
+    /// password or secret is asked for: ask the user rather than guess, and the answer will
+    /// not appear in the output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub echo: Option<bool>,
+    /// Only while waiting_for_input: the text of the line the cursor is on (the prompt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub prompt: Option<String>,
 }
 
 impl From<JobInfo> for StatusResult {
@@ -132,6 +146,9 @@ impl From<JobInfo> for StatusResult {
             reason: j.reason,
             cwd: j.cwd.display().to_string(),
             this_server: j.this_server,
+            waiting_for_input: j.input.is_some(),
+            echo: j.input.as_ref().map(|w| w.echo),
+            prompt: j.input.map(|w| w.prompt),
         }
     }
 }
@@ -159,6 +176,20 @@ pub struct JobSummary {
     /// False for a job of an earlier run of the server (kept in the state directory) or of
     /// another server sharing that directory: readable, but not controlled by this server.
     pub this_server: bool,
+    /// True while the job waits for input: its foreground process is blocked reading the
+    /// terminal and it has printed nothing for a moment (a prompt such as `Password:`,
+    /// `[y/N]`, a REPL). Answer with interact_with_job or send_keys.
+    pub waiting_for_input: bool,
+    /// Only while waiting_for_input: whether the terminal echoes what is typed. false means a
+    /// password or secret is asked for: ask the user rather than guess, and the answer will
+    /// not appear in the output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub echo: Option<bool>,
+    /// Only while waiting_for_input: the text of the line the cursor is on (the prompt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub prompt: Option<String>,
 }
 
 impl From<JobInfo> for JobSummary {
@@ -172,6 +203,9 @@ impl From<JobInfo> for JobSummary {
             name: j.name.map(|n| budget::shorten(n, budget::LIST_TEXT_BYTES)),
             pid: j.pid,
             this_server: j.this_server,
+            waiting_for_input: j.input.is_some(),
+            echo: j.input.as_ref().map(|w| w.echo),
+            prompt: j.input.map(|w| w.prompt),
         }
     }
 }

@@ -29,6 +29,11 @@ pub struct WaitParams {
     #[serde(default)]
     #[schemars(range(min = 1, max = 65535))]
     pub port: Option<u16>,
+    /// Return as soon as the job waits for input (its foreground process is blocked reading
+    /// the terminal and output is quiet): reason input_wanted, with the prompt. At once if it
+    /// already waits. Default false.
+    #[serde(default)]
+    pub input: bool,
     /// Longest wait in seconds. Default and maximum: the server's cap (50 s); a longer value
     /// is capped and the result says so.
     #[serde(default)]
@@ -47,6 +52,8 @@ pub enum Reason {
     Idle,
     /// The port accepted a connection.
     PortOpen,
+    /// The job waits for input (see prompt and echo).
+    InputWanted,
     /// The timeout passed first.
     Timeout,
 }
@@ -58,6 +65,7 @@ impl From<WaitReason> for Reason {
             WaitReason::Matched => Self::Matched,
             WaitReason::Idle => Self::Idle,
             WaitReason::PortOpen => Self::PortOpen,
+            WaitReason::InputWanted => Self::InputWanted,
             WaitReason::Timeout => Self::Timeout,
         }
     }
@@ -66,7 +74,7 @@ impl From<WaitReason> for Reason {
 /// Result of wait_for_job.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct WaitResult {
-    /// Why the wait ended: exited, matched, idle, port_open or timeout.
+    /// Why the wait ended: exited, matched, idle, port_open, input_wanted or timeout.
     pub reason: Reason,
     /// The line that matched `pattern`, for `matched`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,6 +82,15 @@ pub struct WaitResult {
     /// Absolute line number of matched_line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_number: Option<u64>,
+    /// For input_wanted: the text of the line the cursor is on (the prompt, e.g. `Password:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub prompt: Option<String>,
+    /// For input_wanted: whether the terminal echoes what is typed; false for a password or
+    /// secret (ask the user for it; it will not appear in the output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub echo: Option<bool>,
     /// True when the wait stopped at the server's cap rather than at `timeout_secs`: call
     /// wait_for_job again to keep waiting.
     pub capped: bool,
@@ -119,6 +136,8 @@ impl From<WaitOutcome> for WaitResult {
             reason: w.reason.into(),
             matched_line: w.matched_line,
             line_number: w.line_number,
+            echo: w.input.as_ref().map(|i| i.echo),
+            prompt: w.input.map(|i| i.prompt),
             capped: w.capped,
             message,
             waited_ms: w.waited_ms,

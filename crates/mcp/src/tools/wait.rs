@@ -17,11 +17,13 @@ use crate::server::Server;
 #[tool_router(router = wait_tools, vis = "pub(crate)")]
 impl Server {
     /// Wait server-side until the first of: the job exits; a new output line matches `pattern`;
-    /// output stays quiet for `idle_ms`; `port` on localhost accepts connections; `timeout_secs`
+    /// output stays quiet for `idle_ms`; `port` on localhost accepts connections; with
+    /// `input: true`, the job waits for input (a prompt; reason input_wanted); `timeout_secs`
     /// passes (at most 50 s per call; a capped wait says so, call again). Returns the reason,
     /// the matching line, the job's status and its last lines. Examples:
     /// `{"job_id": ..., "port": 8000}`, `{"job_id": ..., "pattern": "Tests: \\d+ passed"}`,
-    /// `{"job_id": ..., "idle_ms": 1000}`, `{"job_id": ...}` (until it exits).
+    /// `{"job_id": ..., "idle_ms": 1000}`, `{"job_id": ..., "input": true}`, `{"job_id": ...}`
+    /// (until it exits).
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn wait_for_job(
         &self,
@@ -40,6 +42,7 @@ impl Server {
             from_start: p.from_start.unwrap_or(false),
             idle: p.idle_ms.map(Duration::from_millis),
             port: p.port,
+            input: p.input,
             timeout: seconds(p.timeout_secs)?,
         };
         // Progress goes out through a channel: the engine's callback is synchronous.

@@ -1,10 +1,12 @@
 //! End-to-end tests: the built `ptyjobs` binary driven by rmcp's own client over stdio.
 
+mod attach;
 mod bad_input;
 mod budgets;
 mod cursors;
 mod disk_trust;
 mod environment;
+mod input;
 mod keys;
 mod lifecycle;
 mod persist;

@@ -1,0 +1,234 @@
+//! The attach socket's accept loop and one attached client's session (protocol on
+//! [`super::AttachServer`]).
+
+use std::io;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{broadcast, watch};
+
+use super::{ATTACH_VERSION, AttachHello, AttachReply, my_uid, peer_allowed};
+use crate::error::Error;
+use crate::job::JobId;
+use crate::manager::{Inner, Job, JobManager, lock};
+use crate::terminal::ScreenSnapshot;
+
+/// Longest hello line.
+const HELLO_MAX: u64 = 4096;
+/// How long a client may take to say hello.
+const HELLO_WITHIN: Duration = Duration::from_secs(10);
+/// How long a keystroke may wait for room in the job's input buffer.
+const WRITE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// Accepts clients until `stopped` turns true (or the manager is gone).
+pub(super) async fn accept_loop(
+    inner: Weak<Inner>,
+    listener: UnixListener,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = stopped.wait_for(|s| *s) => return,
+            r = listener.accept() => r,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                let Some(inner) = inner.upgrade() else { return };
+                tokio::spawn(async move {
+                    if let Err(e) = serve(JobManager { inner }, stream).await {
+                        tracing::debug!("attach session ended: {e}");
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!("attach socket: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn reply(wr: &mut (impl AsyncWriteExt + Unpin), r: &AttachReply) -> io::Result<()> {
+    let mut line = serde_json::to_vec(r).map_err(io::Error::other)?;
+    line.push(b'\n');
+    wr.write_all(&line).await?;
+    wr.flush().await
+}
+
+/// Answers `ok: false` with `why` and closes. What the client sent is read (briefly) first:
+/// closing a socket with unread data would reset the connection and lose the answer.
+async fn refuse(
+    mut rd: impl AsyncRead + Unpin,
+    wr: &mut (impl AsyncWriteExt + Unpin),
+    why: impl Into<String>,
+) -> io::Result<()> {
+    let answer = AttachReply {
+        ok: false,
+        error: Some(why.into()),
+        size: None,
+    };
+    reply(wr, &answer).await?;
+    wr.shutdown().await?;
+    let mut sink = [0u8; 1024];
+    let drain = async {
+        let mut left = HELLO_MAX;
+        while left > 0 {
+            match rd.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n as u64),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    Ok(())
+}
+
+async fn read_hello(
+    rd: &mut (impl AsyncRead + AsyncBufReadExt + Unpin),
+) -> Result<AttachHello, String> {
+    let mut line = Vec::new();
+    let mut limited = AsyncReadExt::take(&mut *rd, HELLO_MAX);
+    let read = limited.read_until(b'\n', &mut line);
+    match tokio::time::timeout(HELLO_WITHIN, read).await {
+        Ok(Ok(_)) if line.ends_with(b"\n") => {}
+        Ok(Ok(_)) => return Err("the hello must be one line of JSON".into()),
+        Ok(Err(e)) => return Err(format!("reading the hello: {e}")),
+        Err(_) => return Err("no hello within 10 s".into()),
+    }
+    let hello: AttachHello =
+        serde_json::from_slice(&line).map_err(|e| format!("bad hello: {e}"))?;
+    if hello.version != ATTACH_VERSION {
+        return Err(format!(
+            "protocol version {} is not supported (this server speaks {ATTACH_VERSION})",
+            hello.version
+        ));
+    }
+    Ok(hello)
+}
+
+/// The job a hello names, if this manager runs it.
+fn find(jobs: &JobManager, hello: &AttachHello) -> Result<Arc<Job>, String> {
+    let id: JobId = hello.job_id.parse().map_err(|e: Error| e.to_string())?;
+    jobs.inner.job(id).map_err(|e| match e {
+        Error::NotRunning { status, .. } => format!("job {id} is not running (status: {status})"),
+        Error::NotOwner { server_pid, .. } => {
+            format!("job {id} belongs to another server (pid {server_pid})")
+        }
+        Error::JobNotFound(_) => format!("no job {id}"),
+        e => e.to_string(),
+    })
+}
+
+/// Clear the person's screen and draw the job's rows, the cursor where the job's is.
+fn render(s: &ScreenSnapshot) -> Vec<u8> {
+    let mut out = b"\x1b[0m\x1b[H\x1b[2J".to_vec();
+    for (i, row) in s.rows.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(row.as_bytes());
+    }
+    out.extend_from_slice(format!("\x1b[{};{}H", s.cursor_row + 1, s.cursor_col + 1).as_bytes());
+    out
+}
+
+/// The job's screen now and a receiver of every byte after it (taken under one lock).
+fn screen_and_tap(job: &Job) -> Option<(ScreenSnapshot, broadcast::Receiver<Arc<[u8]>>)> {
+    let s = lock(&job.state);
+    if s.status.is_final() {
+        return None;
+    }
+    Some((s.term.screen(), job.tap.subscribe()))
+}
+
+enum Step {
+    Output(Arc<[u8]>),
+    Lagged,
+    Keys(usize),
+    Detached,
+    Ended,
+}
+
+async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
+    let allowed = stream
+        .peer_cred()
+        .is_ok_and(|c| peer_allowed(c.uid(), my_uid()));
+    let (rd, mut wr) = stream.into_split();
+    if !allowed {
+        let why = "refused: only the user running the ptyjobs server may attach to its jobs";
+        return refuse(rd, &mut wr, why).await;
+    }
+    let mut rd = BufReader::new(rd);
+    let job = match read_hello(&mut rd).await.and_then(|h| find(&jobs, &h)) {
+        Ok(job) => job,
+        Err(why) => return refuse(rd, &mut wr, why).await,
+    };
+    let Some((screen, mut tap)) = screen_and_tap(&job) else {
+        return refuse(rd, &mut wr, format!("job {} is not running", job.id)).await;
+    };
+    let size = lock(&job.state).size;
+    let ok = AttachReply {
+        ok: true,
+        error: None,
+        size: Some(size),
+    };
+    reply(&mut wr, &ok).await?;
+    wr.write_all(&render(&screen)).await?;
+    tracing::info!(job = %job.id, "a person attached");
+    let mut done = job.done.subscribe();
+    let mut keys = vec![0u8; 4096];
+    loop {
+        let step = tokio::select! {
+            r = tap.recv() => match r {
+                Ok(bytes) => Step::Output(bytes),
+                Err(broadcast::error::RecvError::Lagged(_)) => Step::Lagged,
+                Err(broadcast::error::RecvError::Closed) => Step::Ended,
+            },
+            n = rd.read(&mut keys) => match n? {
+                0 => Step::Detached,
+                n => Step::Keys(n),
+            },
+            _ = done.wait_for(|d| *d) => Step::Ended,
+        };
+        match step {
+            Step::Output(bytes) => wr.write_all(&bytes).await?,
+            Step::Lagged => {
+                // Too slow for the stream: start again from the screen.
+                let Some((screen, fresh)) = screen_and_tap(&job) else {
+                    break;
+                };
+                tap = fresh;
+                wr.write_all(&render(&screen)).await?;
+            }
+            Step::Keys(n) => {
+                if jobs
+                    .write_all(job.id, &keys[..n], WRITE_DEADLINE)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            Step::Detached => {
+                tracing::info!(job = %job.id, "the person detached");
+                return Ok(());
+            }
+            Step::Ended => break,
+        }
+    }
+    // Every byte the job wrote reached the tap before it became final.
+    while let Ok(bytes) = tap.try_recv() {
+        wr.write_all(&bytes).await?;
+    }
+    let info = job.info();
+    let how = match (info.exit_code, &info.signal) {
+        (Some(code), _) => format!("{} (exit code {code})", info.status),
+        (None, Some(sig)) => format!("{} ({sig})", info.status),
+        _ => info.status.to_string(),
+    };
+    wr.write_all(format!("\r\n[ptyjobs: job {} ended: {how}]\r\n", job.id).as_bytes())
+        .await?;
+    wr.shutdown().await
+}
