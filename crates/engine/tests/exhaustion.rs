@@ -37,27 +37,7 @@ fn nofile() -> (u64, u64) {
 /// Children of this process that are zombies (`<defunct>`).
 fn zombie_children() -> Vec<u32> {
     let me = std::process::id().to_string();
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        if f.len() > 1 && f[1] == me && f[0] == "Z" {
-            out.push(pid);
-        }
-    }
-    out
+    processes_where(|f| f.len() > 1 && f[1] == me && f[0] == "Z")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

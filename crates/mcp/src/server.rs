@@ -113,7 +113,7 @@ impl Server {
             .and_then(|id| id.parse().ok());
         match (result.is_error, job) {
             (Some(true), _) | (_, None) => Ok(started),
-            (_, Some(id)) => match self.jobs.status(id) {
+            (_, Some(id)) => match self.jobs.status_async(id).await {
                 Ok(info) => Ok(CallToolResponse::Task(tasks::created(&info))),
                 Err(_) => Ok(started),
             },
@@ -172,7 +172,8 @@ impl ServerHandler for Server {
         request: GetTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        tasks::get(&self.jobs, &self.cancelled, &request.task_id)
+        let (jobs, cancelled) = (self.jobs.clone(), self.cancelled.clone());
+        off_runtime(move || tasks::get(&jobs, &cancelled, &request.task_id)).await
     }
 
     async fn cancel_task(
@@ -180,7 +181,8 @@ impl ServerHandler for Server {
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        tasks::cancel(&self.jobs, &self.cancelled, &request.task_id)
+        let (jobs, cancelled) = (self.jobs.clone(), self.cancelled.clone());
+        off_runtime(move || tasks::cancel(&jobs, &cancelled, &request.task_id)).await
     }
 
     fn accepted_subscription_filter(
@@ -233,7 +235,8 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        resources::list(&self.jobs, cursor)
+        let (jobs, cursor) = (self.jobs.clone(), cursor.map(str::to_owned));
+        off_runtime(move || resources::list(&jobs, cursor.as_deref())).await
     }
 
     async fn list_resource_templates(
@@ -249,7 +252,10 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(&self.jobs, &request.uri).map(Into::into)
+        let jobs = self.jobs.clone();
+        off_runtime(move || resources::read(&jobs, &request.uri))
+            .await
+            .map(Into::into)
     }
 
     #[allow(deprecated)] // resources/subscribe is what clients on 2025 protocols use.
@@ -271,4 +277,14 @@ impl ServerHandler for Server {
         self.subscriptions.unsubscribe(&request.uri);
         Ok(())
     }
+}
+
+/// Runs a read that may touch the state directory (a stored job's record, log or screen) on
+/// the blocking pool, so a slow disk never holds up the async workers and the other calls.
+async fn off_runtime<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ErrorData> + Send + 'static,
+) -> Result<T, ErrorData> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("read task failed: {e}"), None))?
 }

@@ -277,15 +277,19 @@ impl LogIndex {
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("ptyjobs-log-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("output.log")
+    /// A log path in a fresh temporary directory, removed when the returned guard drops.
+    fn temp(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("ptyjobs-log-{name}-"))
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("output.log");
+        (dir, path)
     }
 
     #[test]
     fn lines_read_back_by_number_across_checkpoints_and_growth() {
-        let path = temp("index");
+        let (_dir, path) = temp("index");
         let mut w = LogWriter::new(File::create(&path).unwrap(), u64::MAX);
         let mut index = LogIndex::default();
         for i in 0..3000 {
@@ -313,7 +317,7 @@ mod tests {
 
     #[test]
     fn a_partial_last_line_is_not_counted_until_complete_and_long_lines_are_indexed() {
-        let path = temp("partial");
+        let (_dir, path) = temp("partial");
         std::fs::write(&path, "a\nbb\nccc").unwrap();
         let mut index = LogIndex::default();
         assert_eq!(index.update(&File::open(&path).unwrap()).unwrap(), 2);
@@ -329,7 +333,7 @@ mod tests {
 
     #[test]
     fn the_cap_ends_the_log_with_one_marker() {
-        let path = temp("cap");
+        let (_dir, path) = temp("cap");
         let mut w = LogWriter::new(File::create(&path).unwrap(), 20);
         for i in 0..10 {
             w.push(&format!("line {i}"));
@@ -345,7 +349,7 @@ mod tests {
     fn disk_runs_read_only_what_a_budget_keeps_and_visits_stream() {
         use super::super::disk_run::DiskRun;
         use crate::output::window::read_window;
-        let path = temp("window");
+        let (_dir, path) = temp("window");
         let mut w = LogWriter::new(File::create(&path).unwrap(), u64::MAX);
         for i in 0..5000 {
             w.push(&format!("line {i:04}"));
@@ -384,7 +388,7 @@ mod tests {
     fn a_huge_single_line_is_cut_at_both_ends() {
         use super::super::disk_run::DiskRun;
         use crate::output::window::read_window;
-        let path = temp("huge");
+        let (_dir, path) = temp("huge");
         std::fs::write(&path, format!("{}\nshort\n", "x".repeat(3 << 20))).unwrap();
         let f = File::open(&path).unwrap();
         let mut index = LogIndex::default();

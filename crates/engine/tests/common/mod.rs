@@ -59,8 +59,9 @@ pub async fn wait_for_output(m: &JobManager, id: JobId, needle: &str) -> String 
     last
 }
 
-/// Live (non-zombie) processes in the session `sid` (= a job's pid), from /proc.
-pub fn session_processes(sid: u32) -> Vec<u32> {
+/// The processes whose `/proc/<pid>/stat` fields after the command name (state, ppid, pgrp,
+/// session, ...) satisfy `keep`.
+pub fn processes_where(keep: impl Fn(&[&str]) -> bool) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Some(pid) = entry
@@ -77,11 +78,17 @@ pub fn session_processes(sid: u32) -> Vec<u32> {
             continue;
         };
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        if fields.len() > 3 && fields[3] == sid.to_string() && fields[0] != "Z" {
+        if keep(&fields) {
             out.push(pid);
         }
     }
     out
+}
+
+/// Live (non-zombie) processes in the session `sid` (= a job's pid), from /proc.
+pub fn session_processes(sid: u32) -> Vec<u32> {
+    let sid = sid.to_string();
+    processes_where(|f| f.len() > 3 && f[3] == sid && f[0] != "Z")
 }
 
 /// Live (non-zombie) processes whose environment carries `PTYJOBS_JOB_ID=<id>`: every process

@@ -69,8 +69,8 @@ impl Server {
         Parameters(p): Parameters<ScreenParams>,
     ) -> Result<Json<ScreenResult>, ToolError> {
         let id = job_id(&p.job_id)?;
-        let screen = self.jobs.screen(id)?;
-        let status = self.jobs.status(id)?.status;
+        let screen = self.jobs.screen_async(id).await?;
+        let status = self.jobs.status_async(id).await?.status;
         Ok(Json(ScreenResult::new(
             screen,
             status.into(),
@@ -92,7 +92,7 @@ impl Server {
     ) -> Result<Json<ResizeResult>, ToolError> {
         let id = job_id(&p.job_id)?;
         let resized = self.jobs.resize(id, p.cols, p.rows)?;
-        let info = self.jobs.status(id)?;
+        let info = self.jobs.status_async(id).await?;
         let (cols, rows) = info.size;
         let message = if resized {
             format!("The terminal is now {cols}x{rows}.")
