@@ -37,7 +37,7 @@ fn nofile() -> (u64, u64) {
 /// Children of this process that are zombies (`<defunct>`).
 fn zombie_children() -> Vec<u32> {
     let me = std::process::id().to_string();
-    processes_where(|f| f.len() > 1 && f[1] == me && f[0] == "Z")
+    processes_where(|_, f| f.len() > 1 && f[1] == me && f[0] == "Z")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

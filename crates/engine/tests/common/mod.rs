@@ -59,9 +59,9 @@ pub async fn wait_for_output(m: &JobManager, id: JobId, needle: &str) -> String 
     last
 }
 
-/// The processes whose `/proc/<pid>/stat` fields after the command name (state, ppid, pgrp,
-/// session, ...) satisfy `keep`.
-pub fn processes_where(keep: impl Fn(&[&str]) -> bool) -> Vec<u32> {
+/// The processes whose pid and `/proc/<pid>/stat` fields after the command name (state, ppid,
+/// pgrp, session, ...) satisfy `keep`.
+pub fn processes_where(keep: impl Fn(u32, &[&str]) -> bool) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Some(pid) = entry
@@ -78,7 +78,7 @@ pub fn processes_where(keep: impl Fn(&[&str]) -> bool) -> Vec<u32> {
             continue;
         };
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        if keep(&fields) {
+        if keep(pid, &fields) {
             out.push(pid);
         }
     }
@@ -88,37 +88,16 @@ pub fn processes_where(keep: impl Fn(&[&str]) -> bool) -> Vec<u32> {
 /// Live (non-zombie) processes in the session `sid` (= a job's pid), from /proc.
 pub fn session_processes(sid: u32) -> Vec<u32> {
     let sid = sid.to_string();
-    processes_where(|f| f.len() > 3 && f[3] == sid && f[0] != "Z")
+    processes_where(|_, f| f.len() > 3 && f[3] == sid && f[0] != "Z")
 }
 
 /// Live (non-zombie) processes whose environment carries `PTYJOBS_JOB_ID=<id>`: every process
 /// of a job, including those that left its session.
 pub fn marked_processes(id: JobId) -> Vec<u32> {
     let needle = format!("PTYJOBS_JOB_ID={id}");
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                let rest = s[s.rfind(')')? + 1..].to_owned();
-                rest.split_whitespace()
-                    .next()
-                    .map(|st| st == "Z" || st == "X")
-            })
-            .unwrap_or(true);
-        if !zombie && env.split(|&b| b == 0).any(|e| e == needle.as_bytes()) {
-            out.push(pid);
-        }
-    }
-    out
+    processes_where(|pid, f| {
+        let live = f.first().is_some_and(|st| *st != "Z" && *st != "X");
+        live && std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == needle.as_bytes()))
+    })
 }

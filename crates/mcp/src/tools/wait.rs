@@ -2,12 +2,10 @@
 
 use std::time::Duration;
 
-use ptyjobs_engine::{WaitProgress, WaitSpec, compile_pattern};
+use ptyjobs_engine::{WaitSpec, compile_pattern};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, tool, tool_router};
-use tokio::sync::mpsc;
 
 use super::{job_id, seconds};
 use crate::error::ToolError;
@@ -45,28 +43,7 @@ impl Server {
             input: p.input,
             timeout: seconds(p.timeout_secs)?,
         };
-        // Progress goes out through a channel: the engine's callback is synchronous.
-        let (tx, mut rx) = mpsc::unbounded_channel::<WaitProgress>();
-        if let Some(token) = context.meta.get_progress_token() {
-            let peer = context.peer.clone();
-            tokio::spawn(async move {
-                while let Some(p) = rx.recv().await {
-                    let (elapsed, total) = (p.elapsed.as_secs_f64(), p.total.as_secs_f64());
-                    let note = ProgressNotificationParam::new(token.clone(), elapsed)
-                        .with_total(total)
-                        .with_message(format!(
-                            "waited {elapsed:.0} s of {total:.0} s; the job has printed {} bytes",
-                            p.bytes
-                        ));
-                    if peer.notify_progress(note).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        let wait = self.jobs.wait_for(id, &spec, |p| {
-            let _ = tx.send(p);
-        });
+        let wait = self.jobs.wait_for(id, &spec, super::progress(&context));
         // Dropping the engine's future (when the client cancels) ends the wait at once.
         tokio::select! {
             outcome = wait => Ok(Json(outcome?.into())),

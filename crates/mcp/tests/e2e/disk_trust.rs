@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use rmcp::model::{ClientRequest, PingRequest};
 use serde_json::json;
 
-use crate::util::{DEADLINE, Server, wait_until};
+use crate::util::{Server, jobs_stay_in_memory};
 
 /// `VmHWM` (peak resident set) or `VmRSS` of `pid`, in KiB.
 fn vm_kib(pid: u32, field: &str) -> u64 {
@@ -24,16 +24,7 @@ fn vm_kib(pid: u32, field: &str) -> u64 {
 }
 
 async fn refused_with(state: &Path, reason: &str) {
-    let dir = state.to_str().expect("utf-8");
-    let s = Server::start_logged(&["--state-dir", dir], "warn").await;
-    let (id, _) = s.exec("echo still here").await;
-    s.wait_done(&id).await;
-    assert_eq!(s.output(&id).await, "still here");
-    let log = wait_until("the warning", DEADLINE, || async {
-        let log = s.log();
-        log.contains("in memory only").then_some(log)
-    })
-    .await;
+    let log = jobs_stay_in_memory(state.to_str().expect("utf-8")).await;
     assert!(log.contains(reason), "the warning names the reason: {log}");
     assert!(
         !state.join("jobs").exists(),

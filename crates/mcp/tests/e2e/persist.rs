@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::util::{DEADLINE, Server, wait_no_processes, wait_until};
+use crate::util::{DEADLINE, Server, jobs_stay_in_memory, wait_no_processes, wait_until};
 
 /// Every file and directory under `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -401,16 +401,7 @@ async fn an_unusable_state_dir_leaves_the_jobs_in_memory_with_a_warning() {
     let state = tempfile::tempdir().expect("temp dir");
     let blocked = state.path().join("a-file");
     std::fs::write(&blocked, "not a directory").expect("write");
-    let dir = blocked.to_str().expect("utf-8");
-    let s = Server::start_logged(&["--state-dir", dir], "warn").await;
-    let (id, _) = s.exec("echo still here").await;
-    s.wait_done(&id).await;
-    assert_eq!(s.output(&id).await, "still here");
-    let log = wait_until("the warning", DEADLINE, || async {
-        let log = s.log();
-        log.contains("in memory only").then_some(log)
-    })
-    .await;
+    let log = jobs_stay_in_memory(blocked.to_str().expect("utf-8")).await;
     assert!(log.contains("a-file"), "{log}");
 }
 

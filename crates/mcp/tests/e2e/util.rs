@@ -480,3 +480,17 @@ pub fn text(r: &CallToolResult) -> String {
         .collect::<Vec<_>>()
         .join("")
 }
+
+/// Starts a server on `state_dir` that cannot use it, checks that a job still runs and is read
+/// back (kept in memory), and returns the server's stderr once it holds the warning.
+pub async fn jobs_stay_in_memory(state_dir: &str) -> String {
+    let s = Server::start_logged(&["--state-dir", state_dir], "warn").await;
+    let (id, _) = s.exec("echo still here").await;
+    s.wait_done(&id).await;
+    assert_eq!(s.output(&id).await, "still here");
+    wait_until("the warning", DEADLINE, || async {
+        let log = s.log();
+        log.contains("in memory only").then_some(log)
+    })
+    .await
+}
