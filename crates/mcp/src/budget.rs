@@ -15,6 +15,8 @@ pub const OUTPUT_BUDGET: usize = 64 * 1024;
 pub const MIN_MAX_BYTES: usize = 256;
 /// Bytes of tail a wait_for_job answer carries.
 pub const WAIT_TAIL_BYTES: usize = 4 * 1024;
+/// Most bytes of the matched line or the prompt in a wait_for_job answer.
+pub const WAIT_LINE_BYTES: usize = 4 * 1024;
 /// Most bytes of a command line in a list entry (list_jobs) or a resource name.
 pub const LIST_TEXT_BYTES: usize = 512;
 /// Most bytes of a command line in get_job_status.

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Accounting, Status};
-use crate::budget::WAIT_TAIL_BYTES;
+use crate::budget::{WAIT_LINE_BYTES, WAIT_TAIL_BYTES, shorten};
 
 /// Input of wait_for_job.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -134,10 +134,12 @@ impl From<WaitOutcome> for WaitResult {
         };
         Self {
             reason: w.reason.into(),
-            matched_line: w.matched_line,
+            // A matched line may be as long as a transcript line (64 KiB): the answer stays
+            // within its budget.
+            matched_line: w.matched_line.map(|l| shorten(l, WAIT_LINE_BYTES)),
             line_number: w.line_number,
             echo: w.input.as_ref().map(|i| i.echo),
-            prompt: w.input.map(|i| i.prompt),
+            prompt: w.input.map(|i| shorten(i.prompt, WAIT_LINE_BYTES)),
             capped: w.capped,
             message,
             waited_ms: w.waited_ms,

@@ -207,3 +207,25 @@ async fn bad_wait_arguments_are_clear_errors() {
     }
     s.assert_serving().await;
 }
+
+/// A match on a line as long as a transcript line (64 KiB) still answers within the budget:
+/// the matched line is cut and says so.
+#[tokio::test]
+async fn a_match_on_a_huge_line_fits_the_answer() {
+    let s = Server::start(&[]).await;
+    let (id, _) = s
+        .exec("python3 -c \"print('x' * 200000 + 'END')\"; sleep 100")
+        .await;
+    let w = s
+        .ok(
+            "wait_for_job",
+            json!({ "job_id": id, "pattern": "END", "from_start": true }),
+        )
+        .await;
+    assert_eq!(w["reason"], "matched", "{}", &w.to_string()[..200]);
+    let line = w["matched_line"].as_str().expect("matched_line");
+    assert!(line.ends_with("bytes cut]"), "{}", &line[line.len() - 80..]);
+    let size = w.to_string().len();
+    assert!(size < 16 * 1024, "the answer is {size} bytes");
+    s.ok("kill_job", json!({ "job_id": id })).await;
+}
