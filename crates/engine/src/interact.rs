@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::job::{JobId, JobStatus};
 use crate::keys::encode_keys;
 use crate::manager::{JobManager, check_size, lock};
-use crate::pty;
+use crate::sys::pty;
 
 /// How long after the last output an interaction counts as answered.
 const INTERACT_IDLE: Duration = Duration::from_millis(300);

@@ -33,13 +33,12 @@ mod kill;
 mod manager;
 mod output;
 mod procs;
-mod pty;
 mod reads;
 mod search;
 mod signal;
-mod spawn;
 mod start;
 mod store;
+mod sys;
 mod terminal;
 mod wait;
 

@@ -18,9 +18,9 @@ use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
 use crate::kill::Leader;
-use crate::pty::{self, ExitInfo};
 use crate::signal;
 use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
+use crate::sys::pty::{self, ExitInfo};
 use crate::terminal::Terminal;
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.

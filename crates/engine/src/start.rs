@@ -15,10 +15,10 @@ use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
 use crate::kill::{self, Leader, Target};
 use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_size, lock};
-use crate::pty;
 use crate::signal::Signal;
-use crate::spawn::{self, SpawnSpec};
 use crate::store::JobRecord;
+use crate::sys::pty;
+use crate::sys::spawn::{self, SpawnSpec};
 use crate::terminal::Terminal;
 
 impl JobManager {

@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
-use crate::pty;
+use crate::sys::pty;
 
 /// Everything needed to start one job's process.
 #[derive(Debug, Clone)]

@@ -1,5 +1,5 @@
 //! The PTY side of a job: open the pair, read the master until EOF, reap the child, write.
-//! Starting the child on it is in [`crate::spawn`].
+//! Starting the child on it is in [`super::spawn`].
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
