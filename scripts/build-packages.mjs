@@ -26,7 +26,7 @@ import { join } from 'node:path'
 import { ROOT, NPM_DIR, platform, stamp, workspaceVersion, publishedTriples } from './version.mjs'
 import { mcpSmoke } from './mcp-smoke.mjs'
 import { checkBinary } from './binfmt.mjs'
-import { buildEnv, cannotCrossBuild, MACOS_DEPLOYMENT_TARGET } from './cross.mjs'
+import { buildEnv, cannotCrossBuild, windowsGnuAddonEnv, MACOS_DEPLOYMENT_TARGET } from './cross.mjs'
 
 const NODE_CRATE = join(ROOT, 'crates', 'node')
 
@@ -141,6 +141,7 @@ function buildAddon (triple, { reuse }) {
   // A musl cdylib and every foreign target but Windows (mingw links it) go through cargo-zigbuild.
   if (viaZig(t.addon) || (t.addon.endsWith('-musl') && process.platform === 'linux')) extra.push('--cross-compile')
   const env = { ...process.env, ...buildEnv(t.addon) }
+  if (t.addon === 'x86_64-pc-windows-gnu') Object.assign(env, windowsGnuAddonEnv(targetDir()))
   run(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', '--silent', 'build:node', ...(extra.length ? ['--', ...extra] : [])], { cwd: ROOT, env })
   if (!existsSync(file)) throw new Error(`napi build finished but ${file} is missing`)
   return file
