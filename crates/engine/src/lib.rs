@@ -32,6 +32,7 @@ mod keys;
 mod kill;
 mod manager;
 mod output;
+mod pipeline;
 mod procs;
 mod reads;
 mod search;

@@ -18,9 +18,9 @@ use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
 use crate::kill::Leader;
+use crate::pipeline::{ExitInfo, Sink};
 use crate::signal;
 use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
-use crate::sys::pty::{self, ExitInfo};
 use crate::terminal::Terminal;
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
@@ -52,7 +52,7 @@ pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) table: Mutex<Table>,
-    /// The state directory, when jobs are persisted. Shared with the reader threads, which
+    /// The state directory, when jobs are persisted. Shared with the parse workers, which
     /// write a job's final record even after the manager is gone.
     pub(crate) store: Option<Arc<Store>>,
 }
@@ -167,22 +167,14 @@ impl Job {
     }
 }
 
-/// The reader thread's view of a job.
+/// The parse side of a job (run by the parse workers, in order, through the job's lane).
 pub(crate) struct JobSink {
     pub(crate) job: Arc<Job>,
     pub(crate) manager: Weak<Inner>,
     pub(crate) store: Option<Arc<Store>>,
-    /// Opened by `execute` once the job is in the table: nothing is read, and so nothing can
-    /// end the job, before the job is complete.
-    pub(crate) gate: std::sync::mpsc::Receiver<()>,
 }
 
-impl pty::Sink for JobSink {
-    fn start(&self) {
-        // Err: `execute` gave up on the job before opening the gate; it has killed the child.
-        let _ = self.gate.recv();
-    }
-
+impl Sink for JobSink {
     fn data(&self, bytes: &[u8]) {
         self.job.waiting.output();
         let (replies, master) = {
@@ -220,6 +212,10 @@ impl pty::Sink for JobSink {
             }
         };
         store.write_screen(self.job.id, Some(&screen));
+    }
+
+    fn quiet_delay(&self) -> Option<Duration> {
+        crate::input::quiet_delay()
     }
 
     fn quiet(&self, quiet: Duration) -> Option<Duration> {

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
 use crate::kill::{self, Leader, Target};
 use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_size, lock};
+use crate::pipeline::Lane;
 use crate::signal::Signal;
 use crate::store::JobRecord;
 use crate::sys::pty;
@@ -57,6 +58,7 @@ impl JobManager {
             }
         };
         let child = ChildGuard::new(id, spawned.pid);
+        let master = Arc::new(spawned.master);
         let (events, _) = watch::channel(JobEvent::default());
         let (done, _) = watch::channel(false);
         let job = Arc::new(Job {
@@ -82,7 +84,7 @@ impl JobManager {
                     inner.config.max_line_bytes,
                 ),
                 size: (cols, rows),
-                master: Some(Arc::new(spawned.master)),
+                master: Some(Arc::clone(&master)),
                 record: None,
             }),
             events,
@@ -91,19 +93,20 @@ impl JobManager {
             waiting: crate::input::InputWatch::default(),
             tap: crate::attach::Tap::default(),
         });
-        let (open_gate, gate) = std::sync::mpsc::sync_channel(1);
-        let sink = JobSink {
+        // Closed until the job is in the table: nothing is parsed, and so nothing can end the
+        // job, before the job is complete. Opened on every way out of here.
+        let lane = Lane::new(JobSink {
             job: job.clone(),
             manager: Arc::downgrade(inner),
             store: inner.store.clone(),
-            gate,
-        };
+        });
+        let gate = Gate(lane.clone());
         pty::start_reader(
             job.leader.clone(),
             id,
-            spawned.reader,
+            master,
             inner.config.drain_timeout,
-            sink,
+            lane,
         )?;
         // From here on nothing fails: the reader owns the child (it reaps it), and the job
         // owns its slot (released when it ends).
@@ -115,7 +118,7 @@ impl JobManager {
             t.jobs.insert(job.id, job.clone());
             t.order.push(job.id);
         }
-        let _ = open_gate.send(());
+        drop(gate);
         if let Some(timeout) = spec.timeout {
             let weak = Arc::downgrade(inner);
             inner.runtime.spawn(async move {
@@ -189,6 +192,16 @@ fn validate(cfg: &EngineConfig, spec: &JobSpec) -> Result<(u16, u16, PathBuf)> {
         None => std::env::current_dir()?,
     };
     Ok((cols, rows, cwd))
+}
+
+/// Opens a job's lane when dropped: once the job is complete, or when `execute` gave up on it
+/// (then its child was killed, and the reactor reaps it and ends the job).
+struct Gate(Arc<Lane>);
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.0.open();
+    }
 }
 
 /// A reserved running slot; released when dropped unless a started job took it over.

@@ -2,4 +2,5 @@
 //! session leader whose controlling terminal is the PTY.
 
 pub(crate) mod pty;
+mod reactor;
 pub(crate) mod spawn;

@@ -35,12 +35,11 @@ pub(crate) struct SpawnSpec {
     pub job_id: crate::job::JobId,
 }
 
-/// A started child: its pid (= process group = session id) and the PTY master, twice (one
-/// for writes and resizes, one for the reader), both made before the child started.
+/// A started child: its pid (= process group = session id) and the PTY master (one descriptor
+/// shared by the reactor, writes and resizes), made before the child started.
 pub(crate) struct Spawned {
     pub pid: u32,
     pub master: OwnedFd,
-    pub reader: OwnedFd,
 }
 
 /// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
@@ -81,22 +80,12 @@ fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
 }
 
 /// Starts `spec` on a new PTY. Everything that can fail for want of resources (the PTY, its
-/// second descriptor, its flags) is done before the child starts, so a failure leaves no child.
+/// flags) is done before the child starts, so a failure leaves no child.
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
     pty::set_nonblocking(&master)?;
-    let reader = master.try_clone().map_err(|e| match e.raw_os_error() {
-        Some(libc::EMFILE | libc::ENFILE) => Error::LimitReached(format!(
-            "no file descriptor left for a new job ({e}); kill or wait for some jobs"
-        )),
-        _ => Error::Io(e),
-    })?;
     let pid = start(spec, &slave_path)?;
-    Ok(Spawned {
-        pid,
-        master,
-        reader,
-    })
+    Ok(Spawned { pid, master })
 }
 
 #[cfg(target_os = "linux")]
