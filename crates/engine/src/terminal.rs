@@ -160,12 +160,16 @@ pub struct Terminal {
     unusual_modes: (bool, bool),
     /// The last screen, once the job ended and the emulator was dropped ([`Self::finish`]).
     frozen: Option<ScreenSnapshot>,
+    /// The size (cols, rows) while nothing was fed: the emulator is then a 1×1 stand-in, and
+    /// its grid (32 bytes a cell, ~150 KB at 120×40) is allocated by the first output. A job
+    /// that never prints (a server started in the background, `sleep`) costs little.
+    unborn: Option<(u16, u16)>,
 }
 
 impl std::fmt::Debug for Terminal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Terminal")
-            .field("size", &self.parser.screen().size())
+            .field("size", &self.screen_size())
             .finish()
     }
 }
@@ -175,8 +179,9 @@ impl Terminal {
     /// and splits lines longer than `max_line_bytes`.
     pub fn new(cols: u16, rows: u16, transcript_bytes: usize, max_line_bytes: usize) -> Self {
         let capture = Capture::new(transcript_bytes, max_line_bytes);
+        let one = nonzero(1);
         Self {
-            parser: vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture),
+            parser: vt100::Parser::new_with_callbacks(one, one, 0, capture),
             mirror: Mirror::default(),
             replies: Vec::new(),
             last_printed: None,
@@ -186,6 +191,16 @@ impl Terminal {
             model: None,
             unusual_modes: (false, false),
             frozen: None,
+            unborn: Some((cols, rows)),
+        }
+    }
+
+    /// Makes the real emulator, if it was not yet: exactly what a new one would be.
+    fn birth(&mut self) {
+        if let Some((cols, rows)) = self.unborn.take() {
+            let capture = std::mem::replace(self.parser.callbacks_mut(), Capture::new(0, 1));
+            self.parser =
+                vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture);
         }
     }
 
@@ -205,6 +220,10 @@ impl Terminal {
 
     /// Feeds bytes from the PTY.
     pub fn feed(&mut self, input: &[u8]) {
+        if input.is_empty() {
+            return;
+        }
+        self.birth();
         let clean = sanitize_utf8(&mut self.utf8_tail, input);
         self.feed_clean(&clean);
     }
@@ -311,6 +330,10 @@ impl Terminal {
 
     /// Resizes the emulator (rows pushed off the top enter the transcript).
     pub fn resize(&mut self, cols: u16, rows: u16) {
+        if self.unborn.is_some() {
+            self.unborn = Some((cols, rows));
+            return;
+        }
         self.model = None;
         self.parser.set_size(nonzero(rows), nonzero(cols));
     }
@@ -416,6 +439,17 @@ impl Terminal {
         if let Some(frozen) = &self.frozen {
             return frozen.clone();
         }
+        if let Some((cols, rows)) = self.unborn {
+            return ScreenSnapshot {
+                rows: vec![String::new(); usize::from(rows.max(1))],
+                cursor_row: 0,
+                cursor_col: 0,
+                cols: cols.max(1),
+                height: rows.max(1),
+                alternate_screen: false,
+                title: None,
+            };
+        }
         let screen = self.parser.screen();
         let (height, cols) = screen.size();
         let (cursor_row, cursor_col) = screen.cursor_position();
@@ -428,6 +462,14 @@ impl Terminal {
             alternate_screen: screen.alternate_screen(),
             title: self.parser.callbacks().title.clone(),
         }
+    }
+
+    /// (cols, rows) of the screen.
+    fn screen_size(&self) -> (u16, u16) {
+        self.unborn.unwrap_or_else(|| {
+            let (rows, cols) = self.parser.screen().size();
+            (cols.get(), rows.get())
+        })
     }
 
     /// Whether the program asked for application cursor keys (`ESC[?1h`).

@@ -237,3 +237,22 @@ fn finishing_makes_every_line_final_and_keeps_the_last_screen() {
     assert_eq!(t.text(), "before");
     assert!(t.screen().alternate_screen);
 }
+
+#[test]
+fn a_terminal_nothing_was_fed_shows_what_a_fresh_emulator_shows() {
+    let fresh = Terminal::new(120, 40, 1 << 20, 1 << 16);
+    let mut born = Terminal::new(120, 40, 1 << 20, 1 << 16);
+    born.feed(b"\x1b[0m");
+    assert_eq!(fresh.screen(), born.screen());
+    assert_eq!(fresh.text(), born.text());
+    assert_eq!(fresh.total_lines(), born.total_lines());
+    // A resize before the first output is the size the emulator is born with.
+    let mut resized = Terminal::new(120, 40, 1 << 20, 1 << 16);
+    resized.resize(30, 5);
+    resized.feed(b"\x1b[18t");
+    assert_eq!(resized.take_replies(), b"\x1b[8;5;30t");
+    assert_eq!(resized.screen().rows.len(), 5);
+    let mut finished = Terminal::new(20, 3, 1 << 20, 1 << 16);
+    finished.finish();
+    assert_eq!(finished.screen().rows, vec![String::new(); 3]);
+}
