@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     /// The state directory, when jobs are persisted. Shared with the parse workers, which
     /// write a job's final record even after the manager is gone.
     pub(crate) store: Option<Arc<Store>>,
+    /// The environment every job starts from, built once.
+    pub(crate) base_env: Arc<crate::sys::spawn::BaseEnv>,
 }
 
 #[derive(Default)]
@@ -396,6 +398,7 @@ impl JobManager {
             runtime,
             table: Mutex::new(Table::default()),
             store,
+            base_env: Arc::new(crate::sys::spawn::BaseEnv::capture()),
         });
         if let Some(store) = &inner.store {
             // The store's upkeep, at once and then periodically, never in the way of a request.

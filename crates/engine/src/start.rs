@@ -47,6 +47,7 @@ impl JobManager {
             cols,
             rows,
             job_id: id,
+            base_env: Arc::clone(&inner.base_env),
         };
         let spawned = match spawn::spawn(&spawn_spec) {
             Ok(s) => s,

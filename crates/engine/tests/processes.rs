@@ -28,6 +28,23 @@ async fn the_environment_has_a_terminal_type_no_pager_and_the_jobs_own_variables
     );
 }
 
+/// The base environment is built once per manager; a job's own variable replaces a base one
+/// (one entry, not two), for every job of the manager.
+#[tokio::test]
+async fn a_jobs_own_variables_replace_the_inherited_ones_once() {
+    let m = manager();
+    for pager in ["less", "more"] {
+        let mut spec = JobSpec::new("env | grep -c '^PAGER='; echo $PAGER $TERM");
+        spec.env.insert("PAGER".into(), pager.into());
+        let job = m.execute(spec).unwrap();
+        m.wait(job.id, Some(Duration::from_secs(10))).await.unwrap();
+        assert_eq!(
+            m.output(job.id, None, None).unwrap().output,
+            format!("1\n{pager} xterm-256color")
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_shell_runs_pipes_quotes_and_globs() {
     let m = manager();

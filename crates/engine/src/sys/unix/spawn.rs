@@ -33,6 +33,8 @@ pub(crate) struct SpawnSpec {
     /// Given to the job as `PTYJOBS_JOB_ID`: how its processes are recognised, even those that
     /// leave its session.
     pub job_id: crate::job::JobId,
+    /// The manager's base environment ([`BaseEnv`]).
+    pub base_env: std::sync::Arc<BaseEnv>,
 }
 
 /// A started child: its pid (= process group = session id) and the PTY master (one descriptor
@@ -47,30 +49,58 @@ pub(crate) struct Spawned {
 pub(crate) const NO_EDITOR: &str = "sh -c 'echo \"ptyjobs: no interactive editor in a background job; \
 pass the text on the command line (git commit -m ...)\" >&2; exit 1'";
 
-/// The environment every job gets on top of the server's: a capable terminal, no pager, no
-/// editor to hang in, and its own id (`PTYJOBS_JOB_ID`).
+/// The environment every job starts from: the server's (without `COLUMNS`/`LINES`, which
+/// would contradict the job's own size), plus a capable terminal, no pager and no editor to hang
+/// in. Built once per manager — reading and copying the whole environment on every spawn was
+/// part of each start's cost — so changes to the server's environment after the manager was made
+/// do not reach jobs.
+#[derive(Debug)]
+pub(crate) struct BaseEnv {
+    vars: BTreeMap<OsString, OsString>,
+    /// `KEY=value` of each entry of `vars`, in the same order, ready for `posix_spawn`.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    entries: Vec<CString>,
+}
+
+impl BaseEnv {
+    /// The base environment as of now.
+    pub(crate) fn capture() -> Self {
+        let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
+            .filter(|(k, _)| k != "COLUMNS" && k != "LINES" && k != crate::procs::JOB_ID_ENV)
+            .collect();
+        for (k, v) in [
+            ("TERM", "xterm-256color"),
+            ("COLORTERM", "truecolor"),
+            ("PAGER", "cat"),
+            ("GIT_PAGER", "cat"),
+            ("GIT_EDITOR", NO_EDITOR),
+            ("EDITOR", NO_EDITOR),
+            ("VISUAL", NO_EDITOR),
+        ] {
+            vars.insert(k.into(), v.into());
+        }
+        // The environment holds no NUL bytes; an entry that did could not be passed on.
+        vars.retain(|k, v| !k.as_bytes().contains(&0) && !v.as_bytes().contains(&0));
+        let entries = vars
+            .iter()
+            .filter_map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
+            .collect();
+        Self { vars, entries }
+    }
+}
+
+/// The environment of one job: the base, then the job's own `env`, then its id
+/// (`PTYJOBS_JOB_ID`), which neither the server's environment nor the job's can change.
+#[cfg(not(target_os = "linux"))]
 fn job_env(
+    base: &BaseEnv,
     extra: &BTreeMap<String, String>,
     job_id: crate::job::JobId,
 ) -> BTreeMap<OsString, OsString> {
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
-        .filter(|(k, _)| k != "COLUMNS" && k != "LINES")
-        .collect();
-    for (k, v) in [
-        ("TERM", "xterm-256color"),
-        ("COLORTERM", "truecolor"),
-        ("PAGER", "cat"),
-        ("GIT_PAGER", "cat"),
-        ("GIT_EDITOR", NO_EDITOR),
-        ("EDITOR", NO_EDITOR),
-        ("VISUAL", NO_EDITOR),
-    ] {
-        env.insert(k.into(), v.into());
-    }
+    let mut env = base.vars.clone();
     for (k, v) in extra {
         env.insert(k.into(), v.into());
     }
-    // Last, so that neither the server's environment nor the job's own can change it.
     env.insert(crate::procs::JOB_ID_ENV.into(), job_id.to_string().into());
     env
 }
@@ -98,15 +128,32 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         cstring(b"-c", "")?,
         cstring(spec.command.as_bytes(), "command")?,
     ];
-    let env: Vec<CString> = job_env(&spec.env, spec.job_id)
-        .into_iter()
-        .map(|(k, v)| cstring(&[k.as_bytes(), b"=", v.as_bytes()].concat(), "environment"))
+    // The base environment, less what the job's own `env` replaces, then that, then the id.
+    let own: Vec<CString> = spec
+        .env
+        .iter()
+        .filter(|(k, _)| *k != crate::procs::JOB_ID_ENV)
+        .map(|(k, v)| cstring(format!("{k}={v}").as_bytes(), "environment"))
+        .chain(std::iter::once(cstring(
+            format!("{}={}", crate::procs::JOB_ID_ENV, spec.job_id).as_bytes(),
+            "environment",
+        )))
         .collect::<Result<_>>()?;
+    let base = &spec.base_env;
+    let inherited = base
+        .vars
+        .keys()
+        .zip(&base.entries)
+        .filter(|(k, _)| k.to_str().is_none_or(|k| !spec.env.contains_key(k)))
+        .map(|(_, e)| e);
     let slave = cstring(slave_path.as_bytes(), "terminal path")?;
     let cwd = cstring(spec.cwd.as_os_str().as_bytes(), "cwd")?;
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(null_mut());
-    let mut envp: Vec<*mut libc::c_char> = env.iter().map(|e| e.as_ptr().cast_mut()).collect();
+    let mut envp: Vec<*mut libc::c_char> = inherited
+        .chain(&own)
+        .map(|e| e.as_ptr().cast_mut())
+        .collect();
     envp.push(null_mut());
 
     let check = |rc: libc::c_int, what: &str| {
@@ -218,7 +265,7 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         .arg(&spec.command)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(job_env(&spec.env, spec.job_id))
+        .envs(job_env(&spec.base_env, &spec.env, spec.job_id))
         .stdin(Stdio::from(slave.try_clone()?))
         .stdout(Stdio::from(slave.try_clone()?))
         .stderr(Stdio::from(slave));
