@@ -77,14 +77,20 @@ impl Capture {
 
     fn push_text(&mut self, text: &str, line_ends: bool) {
         self.pending.push_str(text);
-        while self.pending.len() > self.max_line_bytes {
+        // Pieces of at most `max_line_bytes` are cut from the front, and the rest is moved
+        // once: a long line costs time in proportion to its length.
+        let mut start = 0;
+        while self.pending.len() - start > self.max_line_bytes {
             let mut cut = self.max_line_bytes;
-            while !self.pending.is_char_boundary(cut) {
+            while !self.pending.is_char_boundary(start + cut) {
                 cut -= 1;
             }
-            let rest = self.pending.split_off(cut.max(1));
-            let head = std::mem::replace(&mut self.pending, rest);
-            self.transcript.push(head);
+            let end = start + cut.max(1);
+            self.transcript.push(self.pending[start..end].to_owned());
+            start = end;
+        }
+        if start > 0 {
+            self.pending.drain(..start);
         }
         if line_ends {
             let line = std::mem::take(&mut self.pending);

@@ -308,7 +308,7 @@ fn same(a: &Seen, b: &Seen, what: &str) -> Result<(), String> {
     };
     check(
         a.text == b.text,
-        &format!("transcript ({:?} vs {:?})", a.text, b.text),
+        &format!("transcript ({})", first_difference(&a.text, &b.text)),
     )?;
     check(
         a.screen == b.screen,
@@ -324,6 +324,34 @@ fn same(a: &Seen, b: &Seen, what: &str) -> Result<(), String> {
     )?;
     check(a.final_text == b.final_text, "finished transcript")?;
     check(a.final_screen == b.final_screen, "finished screen")
+}
+
+/// Where two texts part, with some context (whole texts of long cases say nothing).
+fn first_difference(a: &str, b: &str) -> String {
+    if a.len() + b.len() < 4000 {
+        return format!("{a:?} vs {b:?}");
+    }
+    let at = a
+        .bytes()
+        .zip(b.bytes())
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let around = |s: &str| {
+        let from = (at.saturating_sub(200)..=at)
+            .find(|&i| s.is_char_boundary(i))
+            .unwrap_or(0);
+        let to = (at + 200..s.len())
+            .find(|&i| s.is_char_boundary(i))
+            .unwrap_or(s.len());
+        format!("{:?}", &s[from..to.max(from)])
+    };
+    format!(
+        "{} vs {} bytes, first difference at byte {at}: {} vs {}",
+        a.len(),
+        b.len(),
+        around(a),
+        around(b)
+    )
 }
 
 /// A bare vt100 parser fed the same bytes: what the screen must show. Only for input that is
@@ -568,6 +596,14 @@ fn the_fast_path_matches_the_emulator_on_long_lines() {
         })
         .unwrap_or_else(|_| Err("panicked".to_owned()));
         if let Err(e) = outcome {
+            if let Ok(path) = std::env::var("PTYJOBS_DIFF_DUMP") {
+                let mut dump = Vec::new();
+                for ch in &chunks {
+                    dump.extend_from_slice(&(ch.len() as u32).to_le_bytes());
+                    dump.extend_from_slice(ch);
+                }
+                let _ = std::fs::write(path, dump);
+            }
             panic!(
                 "long-line case failed: seed {seed} (rerun with PTYJOBS_DIFF_SEED={seed}), {}x{}, \
                  {} bytes\n{}",

@@ -242,14 +242,13 @@ impl Terminal {
     /// Makes the emulator's bottom row, cursor and attributes match the model.
     fn sync(&mut self) {
         let Some(model) = &self.model else { return };
-        let mut out = b"\x1b[0m".to_vec();
-        if !model.is_fresh() {
-            out.extend_from_slice(b"\r\x1b[2K");
-            model.draw(&mut out);
-            out.push(b'\r');
-            if model.cursor > 0 {
-                out.extend_from_slice(format!("\x1b[{}C", model.cursor).as_bytes());
-            }
+        // Always redrawn: a row the model emptied (`\r\x1b[K`) may still show text in the
+        // emulator (a row taken over, or left by a bulk wrap).
+        let mut out = b"\x1b[0m\r\x1b[2K".to_vec();
+        model.draw(&mut out);
+        out.push(b'\r');
+        if model.cursor > 0 {
+            out.extend_from_slice(format!("\x1b[{}C", model.cursor).as_bytes());
         }
         out.extend_from_slice(&model.sgr);
         self.draw(&out);

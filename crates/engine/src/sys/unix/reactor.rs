@@ -43,11 +43,16 @@ use crate::pipeline::{ExitInfo, IDLE, Lane, Notice};
 
 /// Without a pidfd, how often a running child is looked at.
 const EXIT_POLL: Duration = Duration::from_millis(50);
-/// One read of the master; a PTY read returns at most a few KiB, but gathering a round's reads
-/// here hands the lane fewer, larger pieces.
+/// One read of the master (a PTY read returns at most a few KiB whatever the size).
 const READ_BUF: usize = 64 * 1024;
 /// At most this much is read from one master per round before the others get their turn.
 const ROUND_BUDGET: usize = 256 * 1024;
+/// A read at least this large suggests a producer that is streaming: more is on its way.
+const PTY_CHUNK: usize = 1024;
+/// How long reads of a streaming producer are held to be handed on as one piece.
+const COALESCE: Duration = Duration::from_millis(2);
+/// ... and how much at most.
+const HOLD: usize = 256 * 1024;
 /// After the leftovers of an exited job were killed, how long the terminal may still take to
 /// close before it is given up.
 const AFTER_KILL: Duration = Duration::from_secs(1);
@@ -168,6 +173,8 @@ pub(crate) fn add(
         quiet_asked: false,
         quiet_stale: false,
         exit_poll_at: None,
+        held: Vec::new(),
+        flush_at: None,
         armed: None,
     })));
     Ok(())
@@ -199,6 +206,9 @@ struct Entry {
     /// Output arrived since that request: its answer no longer applies.
     quiet_stale: bool,
     exit_poll_at: Option<Instant>,
+    /// Bytes read and not yet handed to the lane (see [`read_round`]), and when they are due.
+    held: Vec<u8>,
+    flush_at: Option<Instant>,
     /// The earliest time this entry has in the timer heap.
     armed: Option<Instant>,
 }
@@ -337,6 +347,9 @@ impl Loop {
                 self.again.push(key);
             }
         }
+        if e.paused_at.is_none() && e.flush_at.is_some_and(|at| at <= Instant::now()) {
+            flush(e);
+        }
         let now = Instant::now();
         let eof = e.master.is_none();
         if let (Some(until), false, None) = (e.drain_until, eof, e.paused_at)
@@ -381,6 +394,10 @@ impl Loop {
             e.exit_poll_at = Some(now + EXIT_POLL);
         }
         if let (true, Some(exit)) = (eof, e.exit) {
+            if !e.held.is_empty() {
+                // Held by back-pressure: the lane takes it (it holds at most twice its cap).
+                e.lane.push(&std::mem::take(&mut e.held));
+            }
             reap(&e.leader);
             e.lane.exit(exit);
             self.entries.remove(&key);
@@ -391,6 +408,7 @@ impl Loop {
             e.last_data.map(|at| at + IDLE).filter(|_| !eof),
             e.quiet_due.filter(|_| !e.quiet_asked),
             e.exit_poll_at,
+            e.flush_at.filter(|_| e.paused_at.is_none()),
         ]
         .into_iter()
         .flatten()
@@ -406,35 +424,37 @@ impl Loop {
 
 /// Reads the entry's master until it has nothing more, reaches EOF, fills the lane, or the
 /// round's budget is spent; returns true in the last case (read again soon).
+///
+/// One PTY read returns at most a few KiB. While a producer is streaming (the last read was a
+/// whole PTY chunk), reads are held for up to [`COALESCE`] (or until [`HOLD`] bytes) before the
+/// lane gets them: the terminal pays about a screenful of emulation per piece it is fed, so
+/// large pieces are what lets the parse keep up with the PTY. Small output (a prompt, an echo)
+/// goes on at once.
 fn read_round(e: &mut Entry, buf: &mut [u8], registry: &Registry) -> bool {
     let Some(master) = e.master.clone() else {
         return false;
     };
-    let mut filled = 0;
     let mut total = 0;
     let mut eof = false;
-    let mut full = false;
     let mut more = false;
+    let mut last = 0;
     loop {
-        if filled == buf.len() {
-            full = !push(e, &buf[..filled]);
-            filled = 0;
-            if full {
-                break;
-            }
-        }
         if total >= ROUND_BUDGET {
             more = true;
             break;
         }
-        match nix::unistd::read(&*master, &mut buf[filled..]) {
+        match nix::unistd::read(&*master, buf) {
             Ok(0) => {
                 eof = true;
                 break;
             }
             Ok(n) => {
-                filled += n;
+                e.held.extend_from_slice(&buf[..n]);
                 total += n;
+                last = n;
+                if e.held.len() >= HOLD && !flush(e) {
+                    break; // the lane is full
+                }
             }
             Err(Errno::EAGAIN) => break,
             Err(Errno::EINTR) => continue,
@@ -444,11 +464,21 @@ fn read_round(e: &mut Entry, buf: &mut [u8], registry: &Registry) -> bool {
             }
         }
     }
-    if filled > 0 {
-        full = !push(e, &buf[..filled]);
+    let now = Instant::now();
+    if total > 0 {
+        e.last_data = Some(now);
+        e.quiet_since = now;
+        e.quiet_due = e.quiet_first.map(|d| now + d);
+        e.quiet_stale = e.quiet_asked;
     }
-    if full {
-        e.paused_at = Some(Instant::now());
+    if e.paused_at.is_none() && !e.held.is_empty() {
+        if eof || last < PTY_CHUNK {
+            flush(e);
+        } else if e.flush_at.is_none() {
+            e.flush_at = Some(now + COALESCE);
+        }
+    }
+    if e.paused_at.is_some() {
         more = false; // read again on `Resume`
     }
     if eof {
@@ -458,14 +488,22 @@ fn read_round(e: &mut Entry, buf: &mut [u8], registry: &Registry) -> bool {
     more
 }
 
-/// Hands bytes to the lane and restarts the output timers; false when the lane is full.
-fn push(e: &mut Entry, bytes: &[u8]) -> bool {
-    let now = Instant::now();
-    e.last_data = Some(now);
-    e.quiet_since = now;
-    e.quiet_due = e.quiet_first.map(|d| now + d);
-    e.quiet_stale = e.quiet_asked;
-    e.lane.push(bytes)
+/// Hands the held bytes to the lane; false (and the master paused) when the lane is full.
+fn flush(e: &mut Entry) -> bool {
+    e.flush_at = None;
+    if e.held.is_empty() {
+        return true;
+    }
+    let room = e.lane.push(&e.held);
+    if e.held.capacity() > 2 * HOLD {
+        e.held = Vec::new();
+    } else {
+        e.held.clear();
+    }
+    if !room {
+        e.paused_at = Some(Instant::now());
+    }
+    room
 }
 
 /// Stops watching the master and lets go of the reactor's share of it.
