@@ -45,7 +45,7 @@ impl JobManager {
         // while the job's lock is held; the disk is read after it is released.
         let (meta, on_disk, mut held, first, disk_to) = {
             let mut s = lock(&job.state);
-            let on_disk = s.term.log_mut().map_or(0, |log| {
+            let on_disk = s.log.as_mut().map_or(0, |log| {
                 log.flush();
                 log.lines()
             });

@@ -108,6 +108,21 @@ pub(crate) struct State {
     pub(crate) master: Option<Arc<OwnedFd>>,
     /// The job's record on disk, when jobs are persisted.
     pub(crate) record: Option<JobRecord>,
+    /// The job's disk log, when jobs are persisted: a sink of the terminal's final lines.
+    pub(crate) log: Option<crate::store::LogWriter>,
+}
+
+impl State {
+    /// Hands the lines the terminal made final to the disk log (call after every feed and
+    /// before the log is read, under the job's lock, so the log never lags behind a reader).
+    pub(crate) fn log_final_lines(&mut self) {
+        let lines = self.term.take_final_lines();
+        if let Some(log) = self.log.as_mut() {
+            for line in &lines {
+                log.push(line);
+            }
+        }
+    }
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -183,8 +198,9 @@ impl Sink for JobSink {
             let mut s = lock(&self.job.state);
             s.term.feed(bytes);
             self.job.tap.send(bytes);
+            s.log_final_lines();
             // One write per batch: readers of the log (and a crash) lag by one batch at most.
-            if let Some(log) = s.term.log_mut() {
+            if let Some(log) = s.log.as_mut() {
                 log.flush();
             }
             (s.term.take_replies(), s.master.clone())
@@ -259,6 +275,7 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
     let finished_at = Instant::now();
     let mut s = lock(&job.state);
     s.term.finish();
+    s.log_final_lines();
     if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
         s.kill_reason = Some("killed by ptyjobs kill".into());
     }
@@ -277,7 +294,7 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
         info.duration_ms = u64::try_from(finished_at.duration_since(job.started_at).as_millis())
             .unwrap_or(u64::MAX);
         // A finished job keeps no file open: hundreds of finished jobs stay listed.
-        let truncated = s.term.log_mut().map(|log| {
+        let truncated = s.log.as_mut().map(|log| {
             log.close();
             log.truncated()
         });

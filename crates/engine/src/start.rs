@@ -87,6 +87,7 @@ impl JobManager {
                 size: (cols, rows),
                 master: Some(Arc::clone(&master)),
                 record: None,
+                log: None,
             }),
             events,
             done,
@@ -149,7 +150,8 @@ impl JobManager {
         match store.begin(&record, spare) {
             Ok(log) => {
                 let mut s = lock(&job.state);
-                s.term.set_log(log);
+                s.term.emit_final_lines();
+                s.log = Some(log);
                 s.record = Some(record);
             }
             Err(e) => tracing::warn!("job {} is kept in memory only: {e}", job.id),

@@ -13,6 +13,10 @@
 //! inside a control sequence or inside a string, and strings (OSC, DCS, SOS, PM, APC) are bounded
 //! before anything buffers them.
 //!
+//! The terminal does no I/O: every final line is an event ([`Terminal::take_final_lines`]) that
+//! its owner hands to the other sinks of the job (the disk log), as alacritty's
+//! `Term<T: EventListener>` does; the in-memory transcript is the one sink it keeps itself.
+//!
 //! Queries a program writes (cursor position, status, device attributes, size, colours, modes,
 //! version) are answered from the emulator's state at that point; the answers are queued as
 //! reply bytes ([`Terminal::take_replies`]) for the owner to write to the program's input. They
@@ -62,6 +66,8 @@ struct Capture {
     title: Option<String>,
     /// Rows scrolling off that the fast path already put into the transcript itself.
     discard: usize,
+    /// Final lines not yet taken by the owner, while it listens ([`Terminal::emit_final_lines`]).
+    emitted: Option<Vec<String>>,
 }
 
 impl Capture {
@@ -72,6 +78,7 @@ impl Capture {
             max_line_bytes: max_line_bytes.max(1),
             title: None,
             discard: 0,
+            emitted: None,
         }
     }
 
@@ -86,7 +93,7 @@ impl Capture {
                 cut -= 1;
             }
             let end = start + cut.max(1);
-            self.transcript.push(self.pending[start..end].to_owned());
+            self.final_line(self.pending[start..end].to_owned());
             start = end;
         }
         if start > 0 {
@@ -94,8 +101,18 @@ impl Capture {
         }
         if line_ends {
             let line = std::mem::take(&mut self.pending);
-            self.transcript.push(line);
+            self.final_line(line);
         }
+    }
+}
+
+impl Capture {
+    /// A line is final: into the transcript, and out as an event if the owner listens.
+    fn final_line(&mut self, line: String) {
+        if let Some(emitted) = &mut self.emitted {
+            emitted.push(line.clone());
+        }
+        self.transcript.push(line);
     }
 }
 
@@ -302,14 +319,23 @@ impl Terminal {
         }
     }
 
-    /// From now on, also appends every final line to `log`.
-    pub(crate) fn set_log(&mut self, log: crate::store::LogWriter) {
-        self.parser.callbacks_mut().transcript.set_log(log);
+    /// From now on, keeps every line that becomes final for [`Self::take_final_lines`].
+    pub(crate) fn emit_final_lines(&mut self) {
+        self.parser
+            .callbacks_mut()
+            .emitted
+            .get_or_insert_with(Vec::new);
     }
 
-    /// The disk log, if the job is persisted.
-    pub(crate) fn log_mut(&mut self) -> Option<&mut crate::store::LogWriter> {
-        self.parser.callbacks_mut().transcript.log_mut()
+    /// The lines that became final since the last call, in order (empty unless
+    /// [`Self::emit_final_lines`] was called): for the job's other sinks, such as the disk log.
+    pub(crate) fn take_final_lines(&mut self) -> Vec<String> {
+        self.parser
+            .callbacks_mut()
+            .emitted
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The main screen's lines as they would enter the transcript now (the unfinished scrolled

@@ -148,11 +148,13 @@ async fn bad_arguments_are_clear_errors() {
 async fn the_running_limit_counts_only_running_jobs() {
     let m = manager_with(|c| c.max_running = 2);
     let a = m.execute(JobSpec::new("sleep 100")).unwrap();
-    let b = m.execute(JobSpec::new("true")).unwrap();
+    // b runs until it reads a line: `true` could end (and free its slot) before the next call.
+    let b = m.execute(JobSpec::new("read line")).unwrap();
     assert!(matches!(
         m.execute(JobSpec::new("true")),
         Err(Error::LimitReached(_))
     ));
+    m.write(b.id, b"\n").unwrap();
     m.wait(b.id, Some(Duration::from_secs(10))).await.unwrap();
     // b finished, so a slot is free again
     let c = m.execute(JobSpec::new("true")).unwrap();

@@ -256,3 +256,29 @@ fn a_terminal_nothing_was_fed_shows_what_a_fresh_emulator_shows() {
     finished.finish();
     assert_eq!(finished.screen().rows, vec![String::new(); 3]);
 }
+
+#[test]
+fn final_lines_are_events_in_the_order_the_transcript_gets_them() {
+    let mut t = Terminal::new(10, 3, 1 << 20, 1 << 16);
+    t.feed(b"b1\r\nb2\r\nb3\r\nb4\r\n");
+    let before = usize::try_from(t.final_end()).unwrap_or(0);
+    assert_eq!(before, 2, "b1 and b2 scrolled off");
+    t.emit_final_lines();
+    let mut taken = Vec::new();
+    for chunk in [
+        &b"one\r\ntwo\r\nthree\r\nfour\r\n"[..],
+        b"\x1b[2J",
+        b"a long line wraps",
+    ] {
+        t.feed(chunk);
+        taken.extend(t.take_final_lines());
+    }
+    t.finish();
+    taken.extend(t.take_final_lines());
+    assert!(t.take_final_lines().is_empty());
+    let all: Vec<String> = t.text().lines().map(str::to_owned).collect();
+    // Every line final after the listening began (b3 and b4 were still on screen), none
+    // before, none twice.
+    assert_eq!(taken, all[before..]);
+    assert_eq!(taken[..2], ["b3", "b4"]);
+}

@@ -314,9 +314,31 @@ impl Loop {
         }
     }
 
+    /// [`Self::update`], guarded: a bug met by one job must not stop the reading of every
+    /// other. The job is then dropped from the reactor (its output ends there; it is reaped and
+    /// ended as exited with code -1, so nothing waits forever).
+    fn service(&mut self, key: usize, why: Why) {
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.update(key, why)));
+        if done.is_err() {
+            tracing::error!("the I/O reactor failed on a job; that job's output ends here");
+            if let Some(mut e) = self.entries.remove(&key) {
+                close_master(&mut e, &self.reactor.registry);
+                if let Some(pidfd) = e.pidfd.take() {
+                    let _ = self
+                        .reactor
+                        .registry
+                        .deregister(&mut SourceFd(&pidfd.as_raw_fd()));
+                }
+                kill::signal_now(&[Target::own(e.id, &e.leader)], libc::SIGKILL);
+                reap(&e.leader);
+                e.lane.exit(e.exit.unwrap_or(ExitInfo::Code(-1)));
+            }
+        }
+    }
+
     /// Brings one entry up to date: its child, its master, its deadlines; finishes it when
     /// both EOF and the exit are in, and arms its next timer otherwise.
-    fn service(&mut self, key: usize, why: Why) {
+    fn update(&mut self, key: usize, why: Why) {
         let Some(e) = self.entries.get_mut(&key) else {
             return; // finished, or not added yet (its `Add` reads and checks it)
         };
