@@ -407,11 +407,8 @@ impl Loop {
                 e.lane.quiet(now.saturating_duration_since(e.quiet_since));
             }
         }
-        if eof && e.exit.is_none() && e.pidfd.is_none() && e.exit_poll_at.is_none() {
-            // The terminal closed before the child exited (it redirected its output): wait
-            // for the child without a pidfd on the timer.
-            e.exit_poll_at = Some(now + EXIT_POLL);
-        }
+        // Without a pidfd the child is looked at on the timer, also after EOF (a child that
+        // redirected its output closes the terminal before it exits).
         if e.exit.is_none() && e.pidfd.is_none() && e.exit_poll_at.is_none() {
             e.exit_poll_at = Some(now + EXIT_POLL);
         }
