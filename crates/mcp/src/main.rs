@@ -60,6 +60,8 @@ fn main() -> ExitCode {
     if std::io::stdin().is_terminal() {
         eprintln!("{HINT}");
     }
+    // Each job holds a few descriptors: the usual soft limit (1024) would stop at a few hundred.
+    ptyjobs_engine::raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

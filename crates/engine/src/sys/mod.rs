@@ -8,4 +8,4 @@
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{pty, spawn};
+pub(crate) use unix::{limits, pty, spawn};
