@@ -27,7 +27,7 @@ use ptyjobs_bench::{fmt_d, target_row, targets_header};
 use ptyjobs_engine::{EngineConfig, JobManager, JobSpec};
 
 struct Workload {
-    name: &'static str,
+    name: String,
     command: String,
     bytes: usize,
 }
@@ -37,13 +37,17 @@ fn workloads(scale: f64) -> Vec<Workload> {
     let long = ((50_000_000.0 * scale) as usize).max(100_000);
     vec![
         Workload {
-            name: "1M lines of 50 B",
+            name: if lines == 1_000_000 {
+                "1M lines of 50 B".to_owned()
+            } else {
+                format!("{lines} lines of 50 B")
+            },
             // 49 characters + newline = 50 bytes a line (51 under a PTY: `\r\n`).
             command: format!("yes {} | head -n {lines}", "x".repeat(49)),
             bytes: lines * 50,
         },
         Workload {
-            name: "one 50 MB line, no newline",
+            name: format!("one {} MB line, no newline", long / 1_000_000),
             command: format!("head -c {long} /dev/zero | tr '\\0' x"),
             bytes: long,
         },
