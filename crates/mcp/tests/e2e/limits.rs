@@ -107,13 +107,22 @@ async fn running_out_of_descriptors_is_a_clean_limit_reached() {
         pids.len(),
         "the started jobs still run"
     );
-    let first = s
-        .ok(
-            "get_job_status",
-            json!({ "job_id": s.ok("list_jobs", json!({})).await["jobs"][0]["job_id"] }),
-        )
-        .await;
-    assert_eq!(first["status"], "running");
+    // Once a job is killed and its descriptors are closed, a start succeeds again.
+    let listed = s.ok("list_jobs", json!({})).await;
+    let newest = listed["jobs"][0]["job_id"].clone();
+    let k = s.ok("kill_job", json!({ "job_id": newest })).await;
+    assert_eq!(k["status"], "killed");
+    let started = wait_until("a start after a kill", DEADLINE, || async {
+        let r = s
+            .call_raw("execute_command", json!({ "command": "sleep 1000" }))
+            .await
+            .expect("execute_command answered");
+        (r.is_error != Some(true)).then(|| r.structured_content.expect("structured content"))
+    })
+    .await;
+    let pid = started["pid"].as_u64().expect("pid") as u32;
+    s.track(pid);
+    pids.push(pid);
     s.close().await;
     all_gone(&pids, DEADLINE).await;
 }
