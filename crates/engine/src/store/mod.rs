@@ -150,6 +150,9 @@ pub struct Store {
     /// What the upkeep keeps of the final jobs it has read (a few fields each), so each
     /// upkeep reads only the records that are new since the last.
     settled: Mutex<HashMap<JobId, upkeep::Settled>>,
+    /// Held while an upkeep runs: one at a time (a second would only repeat the first's work
+    /// on another core).
+    upkeep: Mutex<()>,
 }
 
 /// Instances of stores open in this process. A process that hosts several managers (a Node
@@ -221,6 +224,7 @@ impl Store {
             spare: Mutex::default(),
             finals: Mutex::default(),
             settled: Mutex::default(),
+            upkeep: Mutex::default(),
         };
         Ok(store)
     }
@@ -248,6 +252,7 @@ impl Store {
             spare: Mutex::default(),
             finals: Mutex::default(),
             settled: Mutex::default(),
+            upkeep: Mutex::default(),
         })
     }
 

@@ -57,8 +57,15 @@ impl Store {
     /// The upkeep a server runs at start and then periodically, off its runtime: reading every
     /// record takes over those of gone servers (`running` ones become `killed`, "server
     /// stopped"), the retention limits apply, forgotten spares go, and a spare is made ready.
-    /// Blocking and sliced (see the module): call it on a blocking thread.
+    /// Blocking and sliced (see the module): call it on a blocking thread. While one runs,
+    /// another call returns at once with an empty report (the running one does the work).
     pub fn maintain(&self) -> PruneReport {
+        let _one_at_a_time = match self.upkeep.try_lock() {
+            Ok(guard) => guard,
+            // A panic in an earlier upkeep left nothing to protect: go on.
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return PruneReport::default(),
+        };
         let jobs = self.scan();
         self.take_over(&jobs);
         let report = self.prune_scanned(&jobs);
