@@ -135,6 +135,16 @@ impl Job {
         self.info_of(&lock(&self.state))
     }
 
+    /// [`Self::info`] unless the job's lock is held (the reader feeding a batch, or `finish`
+    /// writing the final record): for callers on an async worker, which must not wait on disk.
+    pub(crate) fn try_info(&self) -> Option<JobInfo> {
+        match self.state.try_lock() {
+            Ok(s) => Some(self.info_of(&s)),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(self.info_of(&p.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
     /// The snapshot of the job in state `s` (held by the caller).
     fn info_of(&self, s: &State) -> JobInfo {
         let end = s.finished_at.unwrap_or_else(Instant::now);

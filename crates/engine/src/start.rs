@@ -142,8 +142,10 @@ impl JobManager {
         else {
             return;
         };
+        // The leader read the shell's start time right after the spawn: no second /proc read.
         let record = JobRecord::new(
             &job.info(),
+            job.leader.start,
             spec.env.keys().cloned().collect(),
             server.clone(),
         );
