@@ -13,8 +13,11 @@
 //! signals only the leader, blocks on kill, and its writer sends `\n` + ^D when dropped.
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsString};
+#[cfg(target_os = "linux")]
+use std::ffi::CString;
+use std::ffi::OsString;
 use std::os::fd::OwnedFd;
+#[cfg(target_os = "linux")]
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -105,6 +108,7 @@ fn job_env(
     env
 }
 
+#[cfg(target_os = "linux")]
 fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
     CString::new(bytes).map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
 }
