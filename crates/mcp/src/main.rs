@@ -39,6 +39,8 @@ More clients (Gemini CLI, Windsurf, Zed) and an MCP bundle: see the README.
 Serving on this terminal anyway; press Ctrl-D or Ctrl-C to quit. See ptyjobs --help.";
 
 fn main() -> ExitCode {
+    // In parallel with the rest of the start: `initialize` needs no schema.
+    server::prepare_tools();
     let cli = args::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -60,6 +62,8 @@ fn main() -> ExitCode {
     if std::io::stdin().is_terminal() {
         eprintln!("{HINT}");
     }
+    // Each job holds a few descriptors: the usual soft limit (1024) would stop at a few hundred.
+    ptyjobs_engine::raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -105,16 +109,18 @@ async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), Strin
         }
         Err(e) => return Err(e.to_string()),
     };
-    // `ptyjobs attach`: a person may take over a job, through a socket in the state directory.
-    let _attach = jobs.store().and_then(|_| {
-        jobs.serve_attach()
-            .inspect_err(|e| tracing::warn!("ptyjobs attach is unavailable: {e}"))
-            .ok()
-    });
+    let mut attach = None;
     let server = server::Server::new(jobs.clone()).with_editor(editor);
     let outcome = tokio::select! {
         r = async {
             let service = server.serve(transport::stdio()).await?;
+            // `ptyjobs attach`: a person may take over a job, through a socket in the state
+            // directory. Made once the handshake is answered: the client waits for nothing else.
+            attach = jobs.store().and_then(|_| {
+                jobs.serve_attach()
+                    .inspect_err(|e| tracing::warn!("ptyjobs attach is unavailable: {e}"))
+                    .ok()
+            });
             service.waiting().await?;
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
         } => match r {
@@ -124,6 +130,7 @@ async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), Strin
         _ = sigterm.recv() => { tracing::info!("SIGTERM; shutting down"); Ok(()) }
         _ = sigint.recv() => { tracing::info!("SIGINT; shutting down"); Ok(()) }
     };
+    drop(attach);
     jobs.shutdown().await;
     outcome
 }

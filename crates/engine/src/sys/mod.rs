@@ -8,4 +8,13 @@
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{pty, spawn};
+pub(crate) use unix::{limits, pty, spawn};
+
+/// Off Unix there is no soft limit on open descriptors to raise.
+#[cfg(not(unix))]
+pub(crate) mod limits {
+    /// Nothing to raise: "unlimited".
+    pub(crate) fn raise_fd_limit() -> u64 {
+        u64::MAX
+    }
+}

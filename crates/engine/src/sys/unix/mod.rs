@@ -1,5 +1,7 @@
 //! Unix: a PTY pair from `posix_openpt`, the shell started with `posix_spawn` as a new
 //! session leader whose controlling terminal is the PTY.
 
+pub(crate) mod limits;
 pub(crate) mod pty;
+mod reactor;
 pub(crate) mod spawn;
