@@ -6,7 +6,6 @@
 //! across an `.await` or a blocking wait.
 
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -103,7 +102,7 @@ pub(crate) struct State {
     pub(crate) term: Terminal,
     pub(crate) size: (u16, u16),
     /// The PTY master for writes and resizes; `None` once the job is final.
-    pub(crate) master: Option<Arc<OwnedFd>>,
+    pub(crate) master: Option<Arc<pty::Master>>,
     /// The job's record on disk, when jobs are persisted.
     pub(crate) record: Option<JobRecord>,
 }
@@ -149,7 +148,7 @@ impl Job {
         }
     }
 
-    pub(crate) fn master(&self) -> Result<Arc<OwnedFd>> {
+    pub(crate) fn master(&self) -> Result<Arc<pty::Master>> {
         let s = lock(&self.state);
         s.master.clone().ok_or(Error::NotRunning {
             id: self.id,

@@ -42,7 +42,7 @@ impl Store {
             .iter()
             .map(|j| Target::recorded(j.record.id, j.record.process))
             .collect();
-        kill::end(&targets, libc::SIGKILL, Duration::ZERO);
+        kill::end(&targets, crate::sys::sig::SIGKILL, Duration::ZERO);
         for job in &orphans {
             if let Err(e) = self.write_record(&job.record) {
                 tracing::warn!("cannot update the record of job {}: {e}", job.record.id);

@@ -15,35 +15,14 @@ use crate::job::JobId;
 use crate::kill::{self, Leader, Target};
 use std::sync::Arc;
 
+pub(crate) use crate::sys::{ExitInfo, IDLE, Sink};
+
+/// The handle writes and resizes go through: the PTY master.
+pub(crate) type Master = OwnedFd;
+
 /// Reads are this large; a PTY read returns at most a few KiB, but a big buffer lets one
 /// read take whatever the kernel has.
 const READ_BUF: usize = 64 * 1024;
-
-/// How the job's shell ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ExitInfo {
-    /// Exited with this code.
-    Code(i32),
-    /// Died of this signal.
-    Signal(i32),
-}
-
-/// Where the reader delivers what it sees. Called from the job's reader thread.
-pub(crate) trait Sink: Send + 'static {
-    /// Called first, before anything is read: may wait until the job is ready to be seen.
-    fn start(&self) {}
-    /// Bytes read from the PTY, in order.
-    fn data(&self, bytes: &[u8]);
-    /// Output has paused for [`IDLE`] after some arrived (a prompt, a server that is up).
-    fn idle(&self) {}
-    /// Output has been quiet for the given time (since the last byte, or the start); returns
-    /// how long until the next call (`None`: not until output arrives again).
-    fn quiet(&self, _quiet: Duration) -> Option<Duration> {
-        None
-    }
-    /// The child was reaped and the output drained; called exactly once, last.
-    fn exited(&self, exit: ExitInfo);
-}
 
 pub(crate) fn errno_io(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e as i32)
@@ -354,9 +333,6 @@ fn drain_master(master: &OwnedFd, buf: &mut [u8], sink: &impl Sink) -> (bool, bo
     (eof, got)
 }
 
-/// How long output must pause before [`Sink::idle`] is called.
-pub(crate) const IDLE: Duration = Duration::from_millis(200);
-
 /// A read at least this large suggests a producer that is streaming: more is on its way.
 const PTY_CHUNK: usize = 1024;
 /// How long reads of a streaming producer are gathered into one batch.
@@ -386,4 +362,16 @@ pub(crate) fn echoes(master: &OwnedFd) -> bool {
     nix::sys::termios::tcgetattr(master)
         .map(|t| t.local_flags.contains(nix::sys::termios::LocalFlags::ECHO))
         .unwrap_or(false)
+}
+
+/// The terminal's foreground process group and whether the terminal echoes input; `None` when
+/// it cannot be told.
+pub(crate) fn foreground(master: &OwnedFd) -> Option<(u32, bool)> {
+    let echo = nix::sys::termios::tcgetattr(master)
+        .ok()?
+        .local_flags
+        .contains(nix::sys::termios::LocalFlags::ECHO);
+    // SAFETY: tcgetpgrp only reads the descriptor's terminal; the fd is open for the call.
+    let pgrp = unsafe { libc::tcgetpgrp(master.as_raw_fd()) };
+    (pgrp > 0).then(|| (pgrp.unsigned_abs(), echo))
 }
