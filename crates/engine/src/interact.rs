@@ -316,7 +316,7 @@ impl JobManager {
         };
         s.term.resize(cols, rows);
         s.size = (cols, rows);
-        pty::set_size(&*master, cols, rows)?;
+        pty::set_size(&master, cols, rows)?;
         Ok(true)
     }
 }

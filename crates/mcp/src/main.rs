@@ -39,6 +39,8 @@ More clients (Gemini CLI, Windsurf, Zed) and an MCP bundle: see the README.
 Serving on this terminal anyway; press Ctrl-D or Ctrl-C to quit. See ptyjobs --help.";
 
 fn main() -> ExitCode {
+    // Windows: this executable is also the console launcher of every job (never returns then).
+    ptyjobs_engine::launcher_if_asked();
     let cli = args::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

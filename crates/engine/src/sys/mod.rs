@@ -20,6 +20,14 @@ mod windows;
 #[cfg(windows)]
 pub(crate) use windows::{fs, pty, sig, spawn, tree};
 
+/// On Windows, when this process was started as a job's console launcher (see
+/// `sys/windows/launch.rs`), runs the job's command and exits with its exit code; otherwise, and
+/// on every other platform, returns at once. A face's `main` calls it first.
+pub fn launcher_if_asked() {
+    #[cfg(windows)]
+    windows::launch::if_asked();
+}
+
 /// How the job's shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExitInfo {

@@ -7,6 +7,7 @@
 //! the second leaves the child writing nowhere.
 
 pub(crate) mod fs;
+pub(crate) mod launch;
 pub(crate) mod pty;
 pub(crate) mod sig;
 pub(crate) mod spawn;

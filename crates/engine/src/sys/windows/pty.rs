@@ -244,29 +244,62 @@ fn read_loop(leader: &Arc<Leader>, reader: Reader, drain: Duration, sink: &impl 
     sink.exited(exit);
 }
 
+/// What a console is typed: a newline (`\n` or `\r\n`) becomes Enter (`\r`), which is what
+/// a console's Enter key sends (ConPTY would show a bare `\n` as `^J`). Returns the bytes and,
+/// for each, the length of `data` consumed once it is written.
+fn typed(data: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    let mut out = Vec::with_capacity(data.len());
+    let mut ends = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while i < data.len() {
+        match data[i] {
+            b'\r' if data.get(i + 1) == Some(&b'\n') => {
+                out.push(b'\r');
+                i += 2;
+            }
+            b'\n' => {
+                out.push(b'\r');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+        ends.push(i);
+    }
+    (out, ends)
+}
+
 /// Writes as much of `data` as the console's input pipe takes (the pipe is in no-wait mode,
-/// so a job that does not read never blocks the caller).
+/// so a job that does not read never blocks the caller), newlines typed as Enter (see
+/// [`typed`]). Returns how much of `data` was written.
 pub(crate) fn write_some(master: &Master, data: &[u8]) -> std::io::Result<usize> {
+    let (bytes, ends) = typed(data);
     let mut n = 0u32;
-    let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
     // SAFETY: a valid pipe handle and `len` bytes that outlive the call.
     let ok = unsafe {
         WriteFile(
             master.input.as_raw_handle(),
-            data.as_ptr(),
+            bytes.as_ptr(),
             len,
             &mut n,
             std::ptr::null_mut(),
         )
+    };
+    let consumed = |n: u32| match n as usize {
+        0 => 0,
+        n => ends.get(n - 1).copied().unwrap_or(data.len()),
     };
     if ok == 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() == Some(ERROR_NO_DATA as i32) && n == 0 {
             return Err(e); // the console is gone
         }
-        return if n > 0 { Ok(n as usize) } else { Err(e) };
+        return if n > 0 { Ok(consumed(n)) } else { Err(e) };
     }
-    Ok(n as usize)
+    Ok(consumed(n))
 }
 
 /// Whether the terminal echoes input: a console in its default (cooked) mode does, and
@@ -278,4 +311,15 @@ pub(crate) fn echoes(_master: &Master) -> bool {
 /// The foreground group and echo state: not something a pseudo console tells.
 pub(crate) fn foreground(_master: &Master) -> Option<(u32, bool)> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::typed;
+
+    #[test]
+    fn newlines_are_typed_as_enter() {
+        assert_eq!(typed(b"a\nb\r\nc\r").0, b"a\rb\rc\r");
+        assert_eq!(typed(b"a\r\n").1, [1, 3]);
+    }
 }

@@ -294,7 +294,18 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let console = Arc::new(Console::new(hpc));
     let job = job_object()?;
     let mut attrs = Attributes::with_console(hpc)?;
-    let mut cmdline = wide(OsStr::new(&command_line(&spec.shell, &spec.command)));
+    // The launcher is the console's direct child; it starts the shell with the console's
+    // handles (see `launch.rs`).
+    let launcher = super::launch::launcher()
+        .map_err(|e| Error::Spawn(format!("cannot find the console launcher: {e}")))?;
+    let shell_line = command_line(&spec.shell, &spec.command);
+    let line = format!(
+        "{} {} {}",
+        quote(&launcher.to_string_lossy()),
+        super::launch::FLAG,
+        quote(&shell_line)
+    );
+    let mut cmdline = wide(OsStr::new(&line));
     let env = env_block(&job_env(&spec.env, spec.job_id));
     let cwd = wide(spec.cwd.as_os_str());
     // SAFETY: zeroed plain-data structs; the sizes and the attribute list are set below.
