@@ -146,11 +146,18 @@ async function scenario () {
   await waitUntil(async () => (await output(client, long.job_id)).includes('Reply from'), 60_000, 'ping\'s replies')
   assert.ok(processesWith(marker).length >= 2, `the job's tree: ${JSON.stringify(processesWith(marker))}`)
   assert.equal((await status(client, long.job_id)).status, 'running')
+  // Wine's ResizePseudoConsole answers E_NOTIMPL: the resize is still taken (the emulated
+  // screen), not an error. (That the program sees the new size shows only on real Windows.)
+  const resized = await client.callTool('resize_job', { job_id: long.job_id, cols: 100, rows: 30 })
+  assert.ok(!resized.isError, JSON.stringify(resized))
+  const screen = structured(await client.callTool('get_job_screen', { job_id: long.job_id }))
+  assert.equal(screen.cols, 100, JSON.stringify(screen))
   const killed = structured(await client.callTool('kill_job', { job_id: long.job_id }))
   assert.equal(killed.status, 'killed', JSON.stringify(killed))
   assert.deepEqual(killed.survivors ?? [], [])
   const ended = await waitFinal(client, long.job_id)
   assert.equal(ended.status, 'killed', JSON.stringify(ended))
+  assert.equal(ended.exit_code, 128 + 15, 'TERM ends the Job Object with exit code 128 + 15')
   await waitUntil(() => processesWith(marker).length === 0, 30_000, `the job's processes to be gone: ${JSON.stringify(processesWith(marker))}`)
 
   // C-c is the byte 0x03 through the console, which interrupts the program.
@@ -169,17 +176,22 @@ async function scenario () {
     JSON.stringify(listed)
   )
 
-  // Stdin closes: the server exits; a new one on the same state directory
-  // (%LOCALAPPDATA%\ptyjobs in the prefix) sees the old jobs and their output.
+  // Stdin closes: the server kills its running jobs and exits; a new one on the same state
+  // directory (%LOCALAPPDATA%\ptyjobs in the prefix) sees the old jobs and their output.
+  const marker2 = `-n ${4000 + Math.floor(Math.random() * 5000)} 127.0.0.2`
+  const left = structured(await client.callTool('execute_command', { command: `ping ${marker2}` }))
+  await waitUntil(() => processesWith(marker2).some((c) => /(^|\\)ping(\.exe)? /i.test(c)), 60_000, 'the last ping to run')
   child.stdin.end()
   const { code } = await child.exited
   assert.equal(code, 0, child.stderrText)
+  await waitUntil(() => processesWith(marker2).length === 0, 30_000, `the last job's processes to be gone: ${JSON.stringify(processesWith(marker2))}`)
   ;({ child, client } = await startServer(wine))
   const again = structured(await client.callTool('list_jobs', {})).jobs
   const seen = new Map(again.map((j) => [j.job_id, j]))
   assert.equal(seen.get(echo.job_id)?.status, 'completed', JSON.stringify(again))
   assert.equal(seen.get(three.job_id)?.exit_code, 3)
   assert.equal(seen.get(long.job_id)?.status, 'killed')
+  assert.equal(seen.get(left.job_id)?.status, 'killed', JSON.stringify(again))
   assert.equal(seen.get(echo.job_id)?.this_server, false)
   assert.equal((await output(client, echo.job_id)).trim(), 'hello')
   child.stdin.end()

@@ -8,10 +8,11 @@
 //! are that console's) and starts the job's shell with them as its standard handles, then waits
 //! for it and exits with its exit code. This works the same on Wine and on Windows.
 //!
-//! The launcher is the server's own executable started with [`FLAG`] (the face calls
-//! [`if_asked`] first thing in `main`), or the executable named by `PTYJOBS_CONPTY_LAUNCHER`
-//! (for a host such as `node.exe` that cannot be one: point it at `ptyjobs.exe`). It is in the
-//! job's Job Object like the rest of the tree.
+//! The launcher is an executable that calls [`if_asked`] first thing in `main` (the `ptyjobs`
+//! server does), started with [`FLAG`]: `PTYJOBS_CONPTY_LAUNCHER` when set; else the current
+//! executable when the engine is linked into it (the server); else, when the engine lives in a
+//! DLL (the Node addon inside `node.exe`), the `ptyjobs.exe` beside that DLL, as the win32
+//! platform package ships them. It is in the job's Job Object like the rest of the tree.
 
 use std::ffi::{OsStr, OsString};
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
@@ -33,12 +34,42 @@ use super::wide;
 /// to run.
 pub(crate) const FLAG: &str = "--ptyjobs-conpty-launch";
 
-/// The executable to start as the launcher.
+/// The executable to start as the launcher (see the module docs).
 pub(crate) fn launcher() -> std::io::Result<OsString> {
-    match std::env::var_os("PTYJOBS_CONPTY_LAUNCHER") {
-        Some(path) if !path.is_empty() => Ok(path),
-        _ => Ok(std::env::current_exe()?.into_os_string()),
+    if let Some(path) = std::env::var_os("PTYJOBS_CONPTY_LAUNCHER").filter(|p| !p.is_empty()) {
+        return Ok(path);
     }
+    let exe = std::env::current_exe()?;
+    match this_module() {
+        Some(module) if module != exe => Ok(module.with_file_name("ptyjobs.exe").into_os_string()),
+        _ => Ok(exe.into_os_string()),
+    }
+}
+
+/// The path of the module (executable or DLL) this code is linked into.
+fn this_module() -> Option<std::path::PathBuf> {
+    use std::os::windows::ffi::OsStringExt;
+    use windows_sys::Win32::System::LibraryLoader::{
+        GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS, GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+        GetModuleFileNameW, GetModuleHandleExW,
+    };
+    let mut module = std::ptr::null_mut();
+    let here = this_module as *const () as *const u16;
+    // SAFETY: looks up the module containing this function's address; no reference is taken.
+    let ok = unsafe {
+        GetModuleHandleExW(
+            GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+            here,
+            &mut module,
+        )
+    };
+    if ok == 0 {
+        return None;
+    }
+    let mut buf = vec![0u16; 32 * 1024];
+    // SAFETY: a valid module handle and a buffer of the given length.
+    let n = unsafe { GetModuleFileNameW(module, buf.as_mut_ptr(), buf.len() as u32) } as usize;
+    (n > 0 && n < buf.len()).then(|| OsString::from_wide(&buf[..n]).into())
 }
 
 /// Opens a console buffer (`CONIN$` / `CONOUT$`) as an inheritable handle.
