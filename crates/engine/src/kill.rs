@@ -19,6 +19,9 @@
 //! record whose process is gone. Off Linux there is no process table: only the first rule
 //! applies, and a job recorded by another server is never signalled.
 //!
+//! On Windows a job's tree is its Job Object ([`crate::sys::tree`]): any signal ends it at once
+//! (`TerminateJobObject`), there is no process table, and a recorded job is never signalled.
+//!
 //! The sequence: the polite signal, the grace (capped by
 //! [`crate::EngineConfig::max_kill_grace`]), SIGKILL to whatever is left, then a bounded
 //! verification. What survives it is reported, never hidden.
