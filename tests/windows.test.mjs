@@ -10,10 +10,10 @@
 // once, from a fresh prefix, and the first failure is printed.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { spawnSync } from 'node:child_process'
-import { ROOT, Cleanup, McpClient, runSync, waitUntil } from './helpers/npm.mjs'
+import { ROOT, Cleanup, McpClient, runAsync, runSync, waitUntil } from './helpers/npm.mjs'
 
 const EXE = process.env.PTYJOBS_WINDOWS_EXE || join(ROOT, 'target', 'x86_64-pc-windows-gnu', 'release', 'ptyjobs.exe')
 const SHIM = join(ROOT, 'tests', 'wine', 'bcryptprimitives.c')
@@ -209,5 +209,32 @@ test('the Windows server under Wine: echo, exit code, a prompt, a killed tree, l
     console.log(`# the Windows run under Wine failed once; retrying from a fresh prefix: ${first.stack || first}`)
     await cleanup.run()
     await scenario()
+  }
+})
+
+test('the engine\'s unit tests, built for Windows, pass under Wine (sys/windows: quoting, typed Enter, the state directory)', { skip, timeout: 15 * 60_000 }, async () => {
+  assert.ok(have(MINGW), `${MINGW} is missing: apt-get install gcc-mingw-w64-x86-64`)
+  const build = runSync('cargo', ['test', '--target', 'x86_64-pc-windows-gnu', '-p', 'ptyjobs-engine', '--lib', '--no-run', '--message-format', 'json'], { cwd: ROOT, timeout: 14 * 60_000, maxBuffer: 64 << 20 })
+  assert.equal(build.status, 0, build.stderr.slice(-4000))
+  const exe = build.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    .find((m) => m.reason === 'compiler-artifact' && m.target?.name === 'ptyjobs_engine' && m.profile?.test)?.executable
+  assert.ok(exe, 'no test executable in cargo\'s output')
+  const run = async () => {
+    const wine = setUp()
+    const dir = join(wine.dir, 'unit')
+    mkdirSync(dir)
+    copyFileSync(exe, join(dir, 'engine-tests.exe'))
+    copyFileSync(join(wine.dir, 'bcryptprimitives.dll'), join(dir, 'bcryptprimitives.dll'))
+    const r = await runAsync('wine', [join(dir, 'engine-tests.exe')], { env: wine.env, cwd: dir }, 5 * 60_000)
+    assert.equal(r.status, 0, `${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`)
+    assert.match(r.stdout, /test result: ok\. [1-9]\d* passed; 0 failed/)
+    assert.match(r.stdout, /sys::windows::fs::tests::\S+ \.\.\. ok/)
+  }
+  try {
+    await run()
+  } catch (first) {
+    console.log(`# the engine's tests under Wine failed once; retrying from a fresh prefix: ${first.stack || first}`)
+    await cleanup.run()
+    await run()
   }
 })

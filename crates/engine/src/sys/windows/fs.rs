@@ -60,12 +60,6 @@ fn temp_name(name: &str) -> String {
     format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple())
 }
 
-/// Whether `name` is one of [`temp_name`]'s.
-#[cfg(test)]
-pub(crate) fn is_temp_name(name: &str) -> bool {
-    name.starts_with('.') && name.ends_with(".tmp")
-}
-
 fn is_link(m: &std::fs::Metadata) -> bool {
     m.file_type().is_symlink() || m.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0
 }
@@ -358,4 +352,47 @@ pub(crate) fn read_exact_at(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_replaced_through_temp_names_and_trees_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let state = root.path().join("state");
+        let dir = Dir::open_state(&state, true).unwrap();
+        let jobs = dir.private_sub("jobs", true, &state.join("jobs")).unwrap();
+        jobs.write_atomic("meta.json", b"{}").unwrap();
+        jobs.write_atomic("meta.json", b"{\"a\":1}").unwrap();
+        assert_eq!(jobs.read("meta.json", 100).unwrap(), b"{\"a\":1}");
+        assert!(jobs.read("meta.json", 3).is_err(), "over the cap");
+        let mut log = jobs.create_file("log").unwrap();
+        log.write_all(b"line\n").unwrap();
+        drop(log);
+        let mut buf = [0u8; 4];
+        read_exact_at(&jobs.open_read("log").unwrap(), &mut buf, 1).unwrap();
+        assert_eq!(&buf, b"ine\n");
+        let names: Vec<String> = jobs
+            .entries()
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+        assert_eq!(jobs.size(), 12);
+        jobs.mkdir_new("job").unwrap();
+        assert!(jobs.mkdir_new("job").is_err(), "it exists");
+        let job = jobs.sub("job").unwrap();
+        job.write_atomic("x", b"x").unwrap();
+        let (a, b) = (jobs.meta("job").unwrap(), job.meta_self().unwrap());
+        assert!(a.is_dir);
+        assert_eq!(a.id, b.id, "the same directory by two names");
+        assert_ne!(a.id, jobs.meta("log").unwrap().id);
+        assert!(jobs.sub("log").is_err(), "a file is not a directory");
+        jobs.remove_tree("job").unwrap();
+        assert!(!jobs.exists("job"));
+        jobs.remove_file("missing").unwrap();
+    }
 }

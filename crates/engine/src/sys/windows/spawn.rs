@@ -1,15 +1,15 @@
 //! Start a job's shell on a new pseudo console, inside a new Job Object.
 //!
 //! The order makes a failure leave nothing behind: pipes → pseudo console → Job Object (with
-//! `KILL_ON_JOB_CLOSE`) → the shell created *suspended* → assigned to the Job Object → resumed.
-//! So the shell cannot start a process outside the Job Object, and if anything fails before it
-//! runs, it is terminated before its first instruction.
+//! `KILL_ON_JOB_CLOSE`) → the launcher (which starts the shell) created *suspended* → assigned
+//! to the Job Object → resumed. So nothing of the job can start outside the Job Object, and if
+//! anything fails before the launcher runs, it is terminated before its first instruction.
 //!
-//! Standard handles: the child gets no `STARTF_USESTDHANDLES` and inherits no handle, so its
-//! standard handles are the pseudo console's. The server's own standard handles are made
-//! non-inheritable first: if they were inheritable, the console host would hand them to the
-//! child (measured under Wine), which would then write into the MCP stream on the server's
-//! stdout and read the client's requests.
+//! Standard handles: the console's direct child is the launcher ([`super::launch`]), which
+//! starts the shell with the console's own `CONIN$`/`CONOUT$` as its standard handles (a child
+//! started without explicit console handles wrote into the server's stdout under Wine). No
+//! handle is inherited by the launcher, and the server's own standard handles are made
+//! non-inheritable before any spawn, so no job can ever reach the MCP stream.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
