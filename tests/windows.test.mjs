@@ -185,6 +185,10 @@ async function scenario () {
   const { code } = await child.exited
   assert.equal(code, 0, child.stderrText)
   await waitUntil(() => processesWith(marker2).length === 0, 30_000, `the last job's processes to be gone: ${JSON.stringify(processesWith(marker2))}`)
+  const users = join(wine.env.WINEPREFIX, 'drive_c', 'users')
+  const stateDirs = readdirSync(users).map((u) => join(users, u, 'AppData', 'Local', 'ptyjobs', 'jobs')).filter((d) => existsSync(d))
+  assert.equal(stateDirs.length, 1, 'the state directory is %LOCALAPPDATA%\\ptyjobs')
+  assert.ok(existsSync(join(stateDirs[0], echo.job_id, 'meta.json')), `no record of ${echo.job_id} in ${stateDirs[0]}`)
   ;({ child, client } = await startServer(wine))
   const again = structured(await client.callTool('list_jobs', {})).jobs
   const seen = new Map(again.map((j) => [j.job_id, j]))
