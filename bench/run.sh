@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs every ptyjobs benchmark and writes the results to docs/BENCHMARKS.md.
 #
-#   bench/run.sh            full run (about 5 minutes on 2 cores)
-#   bench/run.sh --quick    small sizes, results to stdout only (a smoke test of the benches)
+#   bench/run.sh                 full run (about 10 minutes on 2 cores, plus the release build)
+#   BENCH_QUICK=1 bench/run.sh   small sizes, results to stdout only (about 1 minute: for
+#   bench/run.sh --quick         iterating, and a smoke test of the benches)
 #
 # Builds the release `ptyjobs` binary and the bench programs into $CARGO_TARGET_DIR (default:
-# the workspace's target/), then runs, one after another: throughput, parse, roundtrip,
-# startup, scale, bounded, persist (each documented at the top of bench/src/bin/<name>.rs). Every
+# the workspace's target/), then runs, one after another: workloads, throughput, parse,
+# roundtrip, startup, scale, bounded, persist (each documented at the top of
+# bench/src/bin/<name>.rs). Every
 # figure is printed beside its reference measured in the same run, with the ratio; the rows
 # that carry a target verdict are gathered into the summary at the top. Not part of the tests.
 set -euo pipefail
@@ -15,7 +17,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 quick=false
-[[ ${1:-} == --quick ]] && quick=true
+[[ ${1:-} == --quick || -n ${BENCH_QUICK:-} && ${BENCH_QUICK:-} != 0 ]] && quick=true
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 date_start=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -28,19 +30,22 @@ trap 'rm -rf "$tmp"' EXIT
 # in the user's state dir (persistence stays on: it is the default the benches must measure).
 state() { mkdir -p "$tmp/state-$1"; echo "$tmp/state-$1"; }
 
+# workloads: rounds and scale; throughput MB; parse MB; roundtrip calls; startup runs;
+# scale jobs and short jobs; bounded MB; persist MB.
 if $quick; then
-  sizes=(20 5 1000 3 100 100 50 5)
+  sizes=(5 0.1 20 5 1000 5 100 100 50 5)
 else
-  sizes=(200 50 10000 20 1000 2000 1000 50)
+  sizes=(5 1 200 50 10000 20 1000 2000 1000 50)
 fi
 started=$(date +%s)
-PTYJOBS_STATE_DIR=$(state throughput) "$bin/throughput" "${sizes[0]}" >"$tmp/s1.md"
-PTYJOBS_STATE_DIR=$(state parse) "$bin/parse" "${sizes[1]}" >"$tmp/s2.md"
-PTYJOBS_STATE_DIR=$(state roundtrip) "$bin/roundtrip" "${sizes[2]}" >"$tmp/s3.md"
-PTYJOBS_STATE_DIR=$(state startup) "$bin/startup" "${sizes[3]}" >"$tmp/s4.md"
-PTYJOBS_STATE_DIR=$(state scale) "$bin/scale" "${sizes[4]}" "${sizes[5]}" >"$tmp/s5.md"
-PTYJOBS_STATE_DIR=$(state bounded) "$bin/bounded" "${sizes[6]}" >"$tmp/s6.md"
-PTYJOBS_STATE_DIR=$(state persist) "$bin/persist" "${sizes[7]}" >"$tmp/s7.md"
+PTYJOBS_STATE_DIR=$(state workloads) "$bin/workloads" "${sizes[0]}" "${sizes[1]}" >"$tmp/s0.md"
+PTYJOBS_STATE_DIR=$(state throughput) "$bin/throughput" "${sizes[2]}" >"$tmp/s1.md"
+PTYJOBS_STATE_DIR=$(state parse) "$bin/parse" "${sizes[3]}" >"$tmp/s2.md"
+PTYJOBS_STATE_DIR=$(state roundtrip) "$bin/roundtrip" "${sizes[4]}" >"$tmp/s3.md"
+PTYJOBS_STATE_DIR=$(state startup) "$bin/startup" "${sizes[5]}" >"$tmp/s4.md"
+PTYJOBS_STATE_DIR=$(state scale) "$bin/scale" "${sizes[6]}" "${sizes[7]}" >"$tmp/s5.md"
+PTYJOBS_STATE_DIR=$(state bounded) "$bin/bounded" "${sizes[8]}" >"$tmp/s6.md"
+PTYJOBS_STATE_DIR=$(state persist) "$bin/persist" "${sizes[9]}" >"$tmp/s7.md"
 took=$(( $(date +%s) - started ))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

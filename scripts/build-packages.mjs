@@ -9,22 +9,32 @@
 //
 // Per package npm/<triple>/: the server binary (`cargo build --release --bin ptyjobs`, static
 // musl on Linux, mode 0755) and the addon crates/node/ptyjobs.<triple>.node (`npm run
-// build:node`, i.e. napi build --platform --release, with --target for a foreign target). Targets the host cannot build natively go through cargo-zigbuild
-// (zig from the PyPI package ziglang) when it is installed, and are skipped with a reason when
-// not. --host-only reuses the host addon when the root `npm run build` has just built it.
-// Respects CARGO_TARGET_DIR (the target dir comes from `cargo metadata`).
+// build:node`, i.e. napi build --platform --release, with --target for a foreign target).
+// Targets the host cannot build natively go through cargo-zigbuild (zig from the PyPI package
+// ziglang) when it is installed, and are skipped with a reason when not: the Linux ones and
+// macOS (zig carries the libSystem stubs a Mach-O links against, no SDK needed; the minimum
+// macOS is pinned with MACOSX_DEPLOYMENT_TARGET, as zig would otherwise stamp its newest).
+// Windows is x86_64-pc-windows-gnu, linked by mingw (x86_64-w64-mingw32-gcc).
+// Every file copied into a package is checked by its header (scripts/binfmt.mjs: ELF / Mach-O /
+// PE, CPU, executable or library); a target that fails to build is reported and the others
+// still build (the script then exits 1). --host-only reuses the host addon when the root `npm
+// run build` has just built it. Respects CARGO_TARGET_DIR (the target dir comes from `cargo
+// metadata`).
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync, rmSync } from 'node:fs'
+import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ROOT, NPM_DIR, platform, stamp, workspaceVersion, publishedTriples } from './version.mjs'
 import { mcpSmoke } from './mcp-smoke.mjs'
+import { checkBinary } from './binfmt.mjs'
+import { buildEnv, cannotCrossBuild, windowsGnuAddonEnv, MACOS_DEPLOYMENT_TARGET } from './cross.mjs'
 
 const NODE_CRATE = join(ROOT, 'crates', 'node')
 
 function log (msg) { process.stderr.write(`build-packages: ${msg}\n`) }
 
 function run (cmd, args, opts = {}) {
-  log(`$ ${[cmd, ...args].join(' ')}${opts.cwd ? `   (in ${opts.cwd.slice(ROOT.length + 1) || '.'})` : ''}`)
+  const env = opts.env ? Object.entries(opts.env).filter(([k, v]) => process.env[k] !== v).map(([k, v]) => `${k}=${v} `).join('') : ''
+  log(`$ ${env}${[cmd, ...args].join(' ')}${opts.cwd ? `   (in ${opts.cwd.slice(ROOT.length + 1) || '.'})` : ''}`)
   const r = spawnSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], ...opts })
   if (r.error) throw new Error(`${cmd}: ${r.error.message}`)
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status ?? r.signal}`)
@@ -73,8 +83,14 @@ function nativeFor (target) {
     const arch = process.arch === 'x64' ? 'x86_64' : process.arch === 'arm64' ? 'aarch64' : process.arch
     return target === `${arch}-unknown-linux-musl` || target === `${arch}-unknown-linux-gnu`
   }
-  if (process.platform === 'win32') return target.endsWith('-pc-windows-msvc')
+  // On Windows, with the windows-gnu Rust toolchain (self-contained mingw) for the gnu target.
+  if (process.platform === 'win32') return target.endsWith('-pc-windows-msvc') || target.endsWith('-pc-windows-gnu')
   return false
+}
+
+/** Whether cargo-zigbuild must link `target` here (a Windows target never goes through zig). */
+function viaZig (target) {
+  return !nativeFor(target) && !target.includes('-windows-')
 }
 
 const zigbuild = () => has('cargo', ['zigbuild', '--help'])
@@ -82,12 +98,11 @@ const zigbuild = () => has('cargo', ['zigbuild', '--help'])
 /** Why this host cannot build `triple`, or null when it can. */
 function cannotBuild (triple) {
   const t = platform.TARGETS[triple]
-  if (!t.supported) return 'not supported: the engine is Unix-only (no ConPTY code yet)'
+  if (!t.supported) return 'not supported'
   if (t.server.endsWith('-msvc') && process.platform !== 'win32') return 'MSVC targets build only on Windows'
-  if (t.os === 'darwin' && process.platform !== 'darwin' && !process.env.SDKROOT) {
-    return 'needs the macOS SDK (linking for Apple targets needs its system libraries; zig ships none): build on macOS, or set SDKROOT for cargo-zigbuild'
-  }
-  const cross = [t.server, t.addon].filter((x) => !nativeFor(x))
+  const windows = cannotCrossBuild(t.server, { has })
+  if (windows) return windows
+  const cross = [t.server, t.addon].filter(viaZig)
   if (cross.length && !zigbuild()) return `needs cargo-zigbuild + zig for ${cross.join(', ')} (cargo install cargo-zigbuild; pip install ziglang)`
   return null
 }
@@ -97,8 +112,8 @@ function buildServer (target) {
   if (builtServers.has(target)) return builtServers.get(target)
   rustTargetInstalled(target)
   const args = ['--release', '--bin', 'ptyjobs', '--target', target]
-  if (nativeFor(target)) run('cargo', ['build', ...args], { cwd: ROOT })
-  else run('cargo', ['zigbuild', ...args], { cwd: ROOT })
+  const env = { ...process.env, ...buildEnv(target) }
+  run('cargo', [viaZig(target) ? 'zigbuild' : 'build', ...args], { cwd: ROOT, env })
   const exe = join(targetDir(), target, 'release', target.includes('windows') ? 'ptyjobs.exe' : 'ptyjobs')
   if (!existsSync(exe)) throw new Error(`cargo finished but ${exe} is missing`)
   builtServers.set(target, exe)
@@ -123,9 +138,11 @@ function buildAddon (triple, { reuse }) {
   rmSync(file, { force: true }) // so a stale addon can never pass for a fresh one
   const extra = []
   if (triple !== host.triple) extra.push('--target', t.addon)
-  // A musl cdylib and every foreign target go through cargo-zigbuild.
-  if (!nativeFor(t.addon) || (t.addon.endsWith('-musl') && process.platform === 'linux')) extra.push('--cross-compile')
-  run(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', '--silent', 'build:node', ...(extra.length ? ['--', ...extra] : [])], { cwd: ROOT })
+  // A musl cdylib and every foreign target but Windows (mingw links it) go through cargo-zigbuild.
+  if (viaZig(t.addon) || (t.addon.endsWith('-musl') && process.platform === 'linux')) extra.push('--cross-compile')
+  const env = { ...process.env, ...buildEnv(t.addon) }
+  if (t.addon === 'x86_64-pc-windows-gnu') Object.assign(env, windowsGnuAddonEnv(targetDir()))
+  run(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', '--silent', 'build:node', ...(extra.length ? ['--', ...extra] : [])], { cwd: ROOT, env })
   if (!existsSync(file)) throw new Error(`napi build finished but ${file} is missing`)
   return file
 }
@@ -162,21 +179,57 @@ function buildPackage (triple, opts, version) {
   const dir = join(NPM_DIR, triple)
   mkdirSync(dir, { recursive: true })
   const exe = buildServer(t.server)
+  const server = checkBinary(exe, t, 'server', { maxMinOs: MACOS_DEPLOYMENT_TARGET[t.server] })
+  log(`${triple}: server is ${describe(server)}`)
   checkServerVersion(triple, exe, version)
   const bin = join(dir, platform.binaryName(t.os))
   copyFileSync(exe, bin)
   chmodSync(bin, 0o755)
   const addon = buildAddon(triple, { reuse: opts.hostOnly })
-  if (addon) copyFileSync(addon, join(dir, `ptyjobs.${triple}.node`))
+  if (addon) {
+    log(`${triple}: addon is ${describe(checkBinary(addon, t, 'addon', { maxMinOs: MACOS_DEPLOYMENT_TARGET[t.addon] }))}`)
+    copyFileSync(addon, join(dir, `ptyjobs.${triple}.node`))
+  }
   return { triple, files: [bin, addon && join(dir, `ptyjobs.${triple}.node`)].filter(Boolean) }
 }
+
+function describe (d) {
+  return `${d.format} ${d.cpu} ${d.kind}${d.minOs ? `, macOS ${d.minOs}+` : ''}${d.dylibs ? `, loads ${d.dylibs.join(' ') || 'nothing'}` : ''}`
+}
+
+/**
+ * Put in front of napi's loader in the main package. napi-rs's loader looks on Windows x64 for
+ * `-win32-x64-gnu` only when Node itself was built with MinGW, and for `-win32-x64-msvc`
+ * otherwise; ours is built with the GNU toolchain (no MSVC here) and loads in the usual
+ * MSVC-built Node as well (napi-rs resolves the N-API symbols from the running node.exe).
+ * So point the loader at it through its documented override, NAPI_RS_NATIVE_LIBRARY_PATH, for
+ * the duration of the load only (the jobs must not inherit it). Kept outside the loader's code,
+ * not wrapped around it, so its exports stay visible to Node's ESM named-export detection.
+ */
+export const WIN32_GNU_PRELUDE = `// ptyjobs (scripts/build-packages.mjs): load the win32-x64-gnu addon on Windows x64, see there.
+const __ptyjobsWin32Gnu = (() => {
+  if (process.platform !== 'win32' || process.arch !== 'x64' || process.env.NAPI_RS_NATIVE_LIBRARY_PATH) return null
+  for (const candidate of ['./ptyjobs.win32-x64-gnu.node', 'ptyjobs-win32-x64-gnu']) {
+    try { return require.resolve(candidate) } catch (_) {}
+  }
+  return null
+})()
+if (__ptyjobsWin32Gnu) process.env.NAPI_RS_NATIVE_LIBRARY_PATH = __ptyjobsWin32Gnu
+`
+export const WIN32_GNU_POSTLUDE = `
+// ptyjobs: the override was ours, for this load only.
+if (__ptyjobsWin32Gnu) delete process.env.NAPI_RS_NATIVE_LIBRARY_PATH
+`
 
 /** The main package's `main` is napi's generated loader, committed in crates/node. */
 function fillMain () {
   let copied = 0
   for (const f of ['index.js', 'index.d.ts']) {
     const src = join(NODE_CRATE, f)
-    if (existsSync(src)) { copyFileSync(src, join(NPM_DIR, 'ptyjobs', f)); copied++ } else log(`WARNING: ${src.slice(ROOT.length + 1)} is missing: require('ptyjobs') will not load until the binding lands`)
+    if (!existsSync(src)) { log(`WARNING: ${src.slice(ROOT.length + 1)} is missing: require('ptyjobs') will not load until the binding lands`); continue }
+    const text = readFileSync(src, 'utf8')
+    writeFileSync(join(NPM_DIR, 'ptyjobs', f), f === 'index.js' ? WIN32_GNU_PRELUDE + text + WIN32_GNU_POSTLUDE : text)
+    copied++
   }
   return copied
 }
@@ -191,6 +244,10 @@ function verify () {
     if (!existsSync(bin)) problems.push(`${bin} is missing`)
     else if (t.os !== 'win32' && !(statSync(bin).mode & 0o111)) problems.push(`${bin} is not executable (chmod +x)`)
     if (!existsSync(addon)) problems.push(`${addon} is missing`)
+    for (const [file, role] of [[bin, 'server'], [addon, 'addon']]) {
+      if (!existsSync(file)) continue
+      try { checkBinary(file, t, role, { maxMinOs: MACOS_DEPLOYMENT_TARGET[t.server] }) } catch (err) { problems.push(err.message) }
+    }
   }
   for (const f of ['index.js', 'index.d.ts']) if (!existsSync(join(NPM_DIR, 'ptyjobs', f))) problems.push(`npm/ptyjobs/${f} is missing`)
   const stale = stamp({ check: true })
@@ -201,8 +258,9 @@ function verify () {
 }
 
 function size (file) {
-  const kib = statSync(file).size / 1024
-  return kib > 1024 ? `${(kib / 1024).toFixed(1)} MiB` : `${kib.toFixed(0)} KiB`
+  const bytes = statSync(file).size
+  const kib = bytes / 1024
+  return `${kib > 1024 ? `${(kib / 1024).toFixed(1)} MiB` : `${kib.toFixed(0)} KiB`} (${bytes} bytes)`
 }
 
 function main () {
@@ -223,6 +281,7 @@ function main () {
 
   const built = []
   const skipped = []
+  const failed = []
   for (const triple of wanted) {
     const why = cannotBuild(triple)
     if (why) {
@@ -230,12 +289,18 @@ function main () {
       skipped.push([triple, why])
       continue
     }
-    built.push(buildPackage(triple, { hostOnly }, version))
+    try {
+      built.push(buildPackage(triple, { hostOnly }, version))
+    } catch (err) {
+      log(`ERROR: ${triple}: ${err.message}`)
+      failed.push([triple, err.message])
+    }
   }
-  if (!opt('--targets') && !hostOnly) skipped.push(['win32-x64-msvc', cannotBuild('win32-x64-msvc')])
   log(`version ${version}`)
   for (const b of built) log(`built npm/${b.triple}: ${b.files.map((f) => `${f.slice(NPM_DIR.length + 1)} ${size(f)}`).join(', ')}`)
   for (const [t, why] of skipped) log(`skipped ${t}: ${why}`)
+  for (const [t, why] of failed) log(`FAILED ${t}: ${why}`)
+  if (failed.length) throw new Error(`${failed.length} package(s) failed to build: ${failed.map(([t]) => t).join(', ')}`)
 }
 
 try {

@@ -19,7 +19,9 @@ describe('platform resolution', () => {
     ['linux', 'arm64', 'musl', ['linux-arm64-musl', 'linux-arm64-gnu']],
     ['darwin', 'x64', null, ['darwin-x64']],
     ['darwin', 'arm64', null, ['darwin-arm64']],
-    ['win32', 'x64', null, []], // engine is Unix-only: no package
+    ['win32', 'x64', null, ['win32-x64-gnu']], // built with mingw: napi-rs's gnu name
+    ['win32', 'arm64', null, []],
+    ['win32', 'ia32', null, []],
     ['linux', 'ia32', 'gnu', []],
     ['linux', 'riscv64', 'gnu', []],
     ['freebsd', 'x64', null, []],
@@ -63,6 +65,35 @@ describe('platform resolution', () => {
     }), (e) => e.code === 'PACKAGE_MISSING' && /ptyjobs-darwin-arm64/.test(e.message))
   })
 
+  test('each platform runs its own binary: ptyjobs.exe on Windows, ptyjobs elsewhere', () => {
+    const cases = [
+      ['win32', 'x64', null, 'C:\\nm\\ptyjobs-win32-x64-gnu', 'ptyjobs.exe', 'win32-x64-gnu'],
+      ['darwin', 'arm64', null, '/nm/ptyjobs-darwin-arm64', 'ptyjobs', 'darwin-arm64'],
+      ['darwin', 'x64', null, '/nm/ptyjobs-darwin-x64', 'ptyjobs', 'darwin-x64'],
+      ['linux', 'arm64', 'musl', '/nm/ptyjobs-linux-arm64-musl', 'ptyjobs', 'linux-arm64-musl']
+    ]
+    for (const [p, a, l, dir, bin, triple] of cases) {
+      const binary = join(dir, bin)
+      const asked = []
+      const r = platform.resolveBinary({
+        env: {}, platform: p, arch: a, libc: l,
+        resolvePackage: (name) => { asked.push(name); if (name === `ptyjobs-${triple}`) return dir; throw new Error('MODULE_NOT_FOUND') },
+        exists: (f) => f === binary
+      })
+      assert.deepEqual(r, { binary, source: `ptyjobs-${triple}`, triple }, `${p}-${a}`)
+      assert.deepEqual(asked, [`ptyjobs-${triple}`], `${p}-${a} asks for its own package first`)
+    }
+    assert.equal(platform.binaryName('win32'), 'ptyjobs.exe')
+  })
+
+  test('a Windows package without ptyjobs.exe counts as missing, and the message names it', () => {
+    assert.throws(() => platform.resolveBinary({
+      env: {}, platform: 'win32', arch: 'x64',
+      resolvePackage: () => 'C:\\nm\\ptyjobs-win32-x64-gnu',
+      exists: (f) => !f.endsWith('ptyjobs.exe')
+    }), (e) => e.code === 'PACKAGE_MISSING' && /"ptyjobs-win32-x64-gnu"/.test(e.message) && /win32-x64/.test(e.message))
+  })
+
   test('PTYJOBS_BINARY wins over the packages, and must exist', () => {
     const r = platform.resolveBinary({ env: { PTYJOBS_BINARY: '/opt/ptyjobs' }, platform: 'win32', arch: 'x64', exists: (f) => f === '/opt/ptyjobs' })
     assert.deepEqual(r, { binary: '/opt/ptyjobs', source: 'PTYJOBS_BINARY' })
@@ -71,8 +102,8 @@ describe('platform resolution', () => {
   })
 
   test('unsupported platforms get a message that says what to do', () => {
-    assert.throws(() => platform.resolveBinary({ env: {}, platform: 'win32', arch: 'x64' }),
-      (e) => e.code === 'UNSUPPORTED_PLATFORM' && /win32-x64/.test(e.message) && /Windows is not supported yet/.test(e.message) && /PTYJOBS_BINARY/.test(e.message))
+    assert.throws(() => platform.resolveBinary({ env: {}, platform: 'win32', arch: 'arm64' }),
+      (e) => e.code === 'UNSUPPORTED_PLATFORM' && /no prebuilt server for win32-arm64\./.test(e.message) && /win32-x64-gnu/.test(e.message) && /darwin-arm64/.test(e.message) && /cargo build --release --bin ptyjobs/.test(e.message) && /PTYJOBS_BINARY/.test(e.message))
     assert.throws(() => platform.resolveBinary({ env: {}, platform: 'linux', arch: 'riscv64', libc: 'gnu' }),
       (e) => e.code === 'UNSUPPORTED_PLATFORM' && /linux-riscv64 \(glibc\)/.test(e.message) && /linux-x64-gnu/.test(e.message))
   })

@@ -1,10 +1,11 @@
 //! Scale: 1000 concurrent idle jobs, then 2000 short jobs in sequence.
 //!
 //! `scale [JOBS] [SHORT]` (defaults 1000 and 2000):
-//! 1. Reference, no server: this process starts JOBS `sh -c 'sleep 1000'` under fresh PTYs
-//!    itself (fork + setsid + TIOCSCTTY, the engine's mechanism), then kills every process
-//!    group with SIGTERM and reaps — timed until no live process of any of those sessions is
-//!    left in `/proc` (zombies ignored).
+//! 1. Reference, no server: a child process (`scale hold JOBS`) starts JOBS
+//!    `sh -c 'sleep 1000'` under fresh PTYs itself (fork + setsid + TIOCSCTTY, the engine's
+//!    mechanism) and holds their masters: its RSS and threads are the bare cost of 1000 idle
+//!    jobs. Then it kills every process group with SIGTERM and reaps — timed until no live
+//!    process of any of those sessions is left in `/proc` (zombies ignored).
 //! 2. `ptyjobs --max-jobs JOBS`: RSS, threads (`/proc/<pid>/status`), open fds
 //!    (`/proc/<pid>/fd`) and `list_jobs` latency (median of 20) at rest; JOBS
 //!    `execute_command("sleep 1000")` one after another (timed); the same figures with JOBS
@@ -14,7 +15,8 @@
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 use std::collections::HashSet;
-use std::process::Command;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ptyjobs_bench::{
@@ -42,19 +44,17 @@ fn list_latency(rpc: &mut Rpc) -> Stats {
     Stats::of(&v)
 }
 
-fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let jobs = args.first().copied().unwrap_or(1000);
-    let short = args.get(1).copied().unwrap_or(2000);
-
-    // 1. The reference: the same processes without ptyjobs.
+/// `scale hold N`: starts N idle jobs under fresh PTYs with no server, prints their session
+/// ids and the time it took (ms) on one line, waits for stdin to close, then kills every group
+/// with SIGTERM, reaps, and prints how long that took.
+fn hold(jobs: usize) {
     let t = Instant::now();
     let mut raw: Vec<_> = (0..jobs).map(|_| raw_pty_spawn("sleep 1000")).collect();
-    let raw_start = t.elapsed();
-    let raw_sessions: HashSet<i32> = raw.iter().map(|r| r.child.id() as i32).collect();
+    let started = t.elapsed();
+    let sessions: Vec<String> = raw.iter().map(|r| r.child.id().to_string()).collect();
+    println!("{} {}", started.as_secs_f64() * 1e3, sessions.join(","));
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
     let t = Instant::now();
     for r in &raw {
         let _ = nix::sys::signal::killpg(
@@ -65,10 +65,57 @@ fn main() {
     for r in &mut raw {
         r.child.wait().expect("wait");
     }
-    let raw_gone = until_gone(&raw_sessions);
-    let raw_kill = t.elapsed();
-    drop(raw);
-    assert!(raw_gone, "reference processes survived");
+    let set: HashSet<i32> = raw.iter().map(|r| r.child.id() as i32).collect();
+    assert!(until_gone(&set), "reference processes survived");
+    println!("{}", t.elapsed().as_secs_f64() * 1e3);
+}
+
+/// The reference: `scale hold JOBS` in a child process. Returns the time to start the jobs,
+/// the holder's RSS (MB) and threads with them, and the time to kill them all.
+fn reference(jobs: usize) -> (Duration, f64, u64, Duration) {
+    let mut child = Command::new(std::env::current_exe().expect("exe"))
+        .args(["hold", &jobs.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the holder");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("holder's first line");
+    let ms: f64 = line
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("start time");
+    std::thread::sleep(Duration::from_millis(500));
+    let (rss, threads) = (rss_mb(child.id()), proc_status(child.id(), "Threads"));
+    drop(child.stdin.take());
+    line.clear();
+    out.read_line(&mut line).expect("holder's kill time");
+    let kill: f64 = line.trim().parse().expect("kill time");
+    assert!(child.wait().expect("wait").success(), "the holder failed");
+    (
+        Duration::from_secs_f64(ms / 1e3),
+        rss,
+        threads,
+        Duration::from_secs_f64(kill / 1e3),
+    )
+}
+
+fn main() {
+    // 1000 PTYs need more descriptors than the usual soft limit, here as in the server.
+    ptyjobs_engine::raise_fd_limit();
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("hold") {
+        hold(argv[2].parse().expect("jobs"));
+        return;
+    }
+    let args: Vec<usize> = argv.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let jobs = args.first().copied().unwrap_or(1000);
+    let short = args.get(1).copied().unwrap_or(2000);
+
+    // 1. The reference: the same processes without ptyjobs.
+    let (raw_start, raw_rss, raw_threads, raw_kill) = reference(jobs);
 
     // 2. Through the server.
     let mut cmd = Command::new(sibling("ptyjobs"));
@@ -76,7 +123,9 @@ fn main() {
     let mut pj = Rpc::spawn(cmd);
     pj.initialize();
     let pid = pj.pid();
-    std::thread::sleep(Duration::from_millis(200));
+    // "At rest" is after the store's first upkeep (a second after start), which makes the
+    // spare job directory (three open descriptors) the server keeps from then on.
+    std::thread::sleep(Duration::from_millis(1500));
     let (rss0, thr0, fd0) = (rss_mb(pid), proc_status(pid, "Threads"), fd_count(pid));
     let list0 = list_latency(&mut pj);
 
@@ -161,6 +210,14 @@ fn main() {
         ratio(thr1 as f64, thr0 as f64)
     );
     println!(
+        "| server RSS with {jobs} jobs | {rss1:.1} MB | bare holder of {jobs} PTYs and children, no server | {raw_rss:.1} MB | {} |",
+        ratio(rss1, raw_rss)
+    );
+    println!(
+        "| server threads with {jobs} jobs | {thr1} | bare holder | {raw_threads} | {} |",
+        ratio(thr1 as f64, raw_threads as f64)
+    );
+    println!(
         "| server open fds with {jobs} jobs | {fd1} | at rest | {fd0} | {} |",
         ratio(fd1 as f64, fd0 as f64)
     );
@@ -188,9 +245,17 @@ fn main() {
     println!(
         "{}",
         target_row(
-            &format!("{jobs} idle jobs ≤ 250 MB server RSS"),
-            &format!("{rss1:.1} MB"),
-            rss1 <= 250.0
+            &format!("{jobs} idle jobs ≤ 100 MB server RSS"),
+            &format!("{rss1:.1} MB (bare holder {raw_rss:.1} MB)"),
+            rss1 <= 100.0
+        )
+    );
+    println!(
+        "{}",
+        target_row(
+            &format!("{jobs} idle jobs ≤ 16 server threads"),
+            &format!("{thr1} (bare holder {raw_threads})"),
+            thr1 <= 16
         )
     );
     println!(

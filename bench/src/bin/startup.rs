@@ -101,6 +101,15 @@ fn main() {
             b.median <= Duration::from_millis(5)
         )
     );
+    let vs = b.median.as_secs_f64() / r.median.as_secs_f64();
+    println!(
+        "{}",
+        target_row(
+            "binary start → initialized ≤ 1.3 × a trivial rmcp server",
+            &format!("{} vs {} = {vs:.2} ×", fmt_d(b.median), fmt_d(r.median)),
+            vs <= 1.3
+        )
+    );
     println!(
         "{}",
         target_row("idle RSS ≤ 10 MB", &format!("{rb:.1} MB"), rb <= 10.0)

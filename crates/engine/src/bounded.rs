@@ -45,7 +45,7 @@ impl JobManager {
         // while the job's lock is held; the disk is read after it is released.
         let (meta, on_disk, mut held, first, disk_to) = {
             let mut s = lock(&job.state);
-            let on_disk = s.term.log_mut().map_or(0, |log| {
+            let on_disk = s.log.as_mut().map_or(0, |log| {
                 log.flush();
                 log.lines()
             });
@@ -173,11 +173,18 @@ impl JobManager {
             .await
     }
 
-    /// [`Self::status`] on the blocking pool (a stored job's record is read from disk).
+    /// [`Self::status`] without blocking the caller's async worker: a job in memory whose lock
+    /// is free is answered at once (a snapshot of a few fields: a hop to the blocking pool
+    /// would cost more than the answer); a stored job's record is read on the blocking pool,
+    /// and so is a job whose lock is held (it may be writing its final record).
     ///
     /// # Errors
     /// As [`Self::status`].
     pub async fn status_async(&self, id: JobId) -> Result<crate::job::JobInfo> {
+        let live = lock(&self.inner.table).jobs.get(&id).cloned();
+        if let Some(info) = live.and_then(|job| job.try_info()) {
+            return Ok(info);
+        }
         let me = self.clone();
         self.blocking(move || me.status(id)).await
     }

@@ -63,6 +63,14 @@ impl Default for EngineConfig {
     }
 }
 
+/// Raises this process's soft limit on open files to its hard limit, and returns the soft limit
+/// now in force (`u64::MAX`: unlimited). Both faces call it once at start: each job holds a few
+/// descriptors, and the usual soft default (1024 on Linux, 256 on macOS) would stop a server at
+/// a few hundred jobs; past the hard limit a start fails with [`crate::Error::LimitReached`].
+pub fn raise_fd_limit() -> u64 {
+    crate::sys::limits::raise_fd_limit()
+}
+
 impl EngineConfig {
     /// `grace` (or the configured `kill_grace`) shortened to `max_kill_grace`: the one place a
     /// kill's grace is capped.

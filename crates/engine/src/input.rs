@@ -173,7 +173,14 @@ impl InputWatch {
     }
 }
 
-/// Called on the job's reader thread while output has been quiet for `quiet`: probes when it
+/// How long after output stops the first [`on_quiet`] call is due (`None`: never, where
+/// nothing can be looked at).
+#[cfg_attr(windows, allow(dead_code))] // the Windows reader asks for no quiet probes
+pub(crate) fn quiet_delay() -> Option<Duration> {
+    cfg!(target_os = "linux").then_some(QUIET)
+}
+
+/// Called on a parse worker while output has been quiet for `quiet`: probes when it
 /// is time and returns how long until the next call (`None`: not before new output).
 pub(crate) fn on_quiet(job: &Job, quiet: Duration) -> Option<Duration> {
     if !cfg!(target_os = "linux") {

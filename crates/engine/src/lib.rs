@@ -32,6 +32,7 @@ mod keys;
 mod kill;
 mod manager;
 mod output;
+mod pipeline;
 mod procs;
 mod reads;
 mod search;
@@ -43,7 +44,7 @@ mod terminal;
 mod wait;
 
 pub use attach::{ATTACH_VERSION, AttachHello, AttachReply, AttachServer, attach_socket_path};
-pub use config::{EngineConfig, MAX_KILL_GRACE};
+pub use config::{EngineConfig, MAX_KILL_GRACE, raise_fd_limit};
 pub use error::{Error, Result};
 pub use input::InputWait;
 pub use interact::Interaction;

@@ -17,9 +17,9 @@ use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
 use crate::kill::Leader;
+use crate::pipeline::{ExitInfo, Sink};
 use crate::signal;
 use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
-use crate::sys::pty::{self, ExitInfo};
 use crate::terminal::Terminal;
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
@@ -51,9 +51,11 @@ pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) table: Mutex<Table>,
-    /// The state directory, when jobs are persisted. Shared with the reader threads, which
+    /// The state directory, when jobs are persisted. Shared with the parse workers, which
     /// write a job's final record even after the manager is gone.
     pub(crate) store: Option<Arc<Store>>,
+    /// The environment every job starts from, built once.
+    pub(crate) base_env: Arc<crate::sys::spawn::BaseEnv>,
 }
 
 #[derive(Default)]
@@ -102,9 +104,24 @@ pub(crate) struct State {
     pub(crate) term: Terminal,
     pub(crate) size: (u16, u16),
     /// The PTY master for writes and resizes; `None` once the job is final.
-    pub(crate) master: Option<Arc<pty::Master>>,
+    pub(crate) master: Option<Arc<crate::sys::pty::Master>>,
     /// The job's record on disk, when jobs are persisted.
     pub(crate) record: Option<JobRecord>,
+    /// The job's disk log, when jobs are persisted: a sink of the terminal's final lines.
+    pub(crate) log: Option<crate::store::LogWriter>,
+}
+
+impl State {
+    /// Hands the lines the terminal made final to the disk log (call after every feed and
+    /// before the log is read, under the job's lock, so the log never lags behind a reader).
+    pub(crate) fn log_final_lines(&mut self) {
+        let lines = self.term.take_final_lines();
+        if let Some(log) = self.log.as_mut() {
+            for line in &lines {
+                log.push(line);
+            }
+        }
+    }
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -115,6 +132,16 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Job {
     pub(crate) fn info(&self) -> JobInfo {
         self.info_of(&lock(&self.state))
+    }
+
+    /// [`Self::info`] unless the job's lock is held (the reader feeding a batch, or `finish`
+    /// writing the final record): for callers on an async worker, which must not wait on disk.
+    pub(crate) fn try_info(&self) -> Option<JobInfo> {
+        match self.state.try_lock() {
+            Ok(s) => Some(self.info_of(&s)),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(self.info_of(&p.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 
     /// The snapshot of the job in state `s` (held by the caller).
@@ -148,7 +175,7 @@ impl Job {
         }
     }
 
-    pub(crate) fn master(&self) -> Result<Arc<pty::Master>> {
+    pub(crate) fn master(&self) -> Result<Arc<crate::sys::pty::Master>> {
         let s = lock(&self.state);
         s.master.clone().ok_or(Error::NotRunning {
             id: self.id,
@@ -166,30 +193,23 @@ impl Job {
     }
 }
 
-/// The reader thread's view of a job.
+/// The parse side of a job (run by the parse workers, in order, through the job's lane).
 pub(crate) struct JobSink {
     pub(crate) job: Arc<Job>,
     pub(crate) manager: Weak<Inner>,
     pub(crate) store: Option<Arc<Store>>,
-    /// Opened by `execute` once the job is in the table: nothing is read, and so nothing can
-    /// end the job, before the job is complete.
-    pub(crate) gate: std::sync::mpsc::Receiver<()>,
 }
 
-impl pty::Sink for JobSink {
-    fn start(&self) {
-        // Err: `execute` gave up on the job before opening the gate; it has killed the child.
-        let _ = self.gate.recv();
-    }
-
+impl Sink for JobSink {
     fn data(&self, bytes: &[u8]) {
         self.job.waiting.output();
         let (replies, master) = {
             let mut s = lock(&self.job.state);
             s.term.feed(bytes);
             self.job.tap.send(bytes);
+            s.log_final_lines();
             // One write per batch: readers of the log (and a crash) lag by one batch at most.
-            if let Some(log) = s.term.log_mut() {
+            if let Some(log) = s.log.as_mut() {
                 log.flush();
             }
             (s.term.take_replies(), s.master.clone())
@@ -219,6 +239,10 @@ impl pty::Sink for JobSink {
             }
         };
         store.write_screen(self.job.id, Some(&screen));
+    }
+
+    fn quiet_delay(&self) -> Option<Duration> {
+        crate::input::quiet_delay()
     }
 
     fn quiet(&self, quiet: Duration) -> Option<Duration> {
@@ -260,6 +284,7 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
     let finished_at = Instant::now();
     let mut s = lock(&job.state);
     s.term.finish();
+    s.log_final_lines();
     if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
         s.kill_reason = Some("killed by ptyjobs kill".into());
     }
@@ -278,7 +303,7 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
         info.duration_ms = u64::try_from(finished_at.duration_since(job.started_at).as_millis())
             .unwrap_or(u64::MAX);
         // A finished job keeps no file open: hundreds of finished jobs stay listed.
-        let truncated = s.term.log_mut().map(|log| {
+        let truncated = s.log.as_mut().map(|log| {
             log.close();
             log.truncated()
         });
@@ -399,6 +424,7 @@ impl JobManager {
             runtime,
             table: Mutex::new(Table::default()),
             store,
+            base_env: Arc::new(crate::sys::spawn::BaseEnv::capture()),
         });
         if let Some(store) = &inner.store {
             // The store's upkeep, at once and then periodically, never in the way of a request.

@@ -9,7 +9,6 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use crate::job::JobStatus;
-use crate::store::LogWriter;
 
 pub(crate) mod window;
 
@@ -142,8 +141,6 @@ pub struct Transcript {
     first: u64,
     bytes: usize,
     cap_bytes: usize,
-    /// The disk log every final line is also appended to, when the job is persisted.
-    log: Option<LogWriter>,
 }
 
 impl Transcript {
@@ -155,25 +152,11 @@ impl Transcript {
             first: 0,
             bytes: 0,
             cap_bytes,
-            log: None,
         }
-    }
-
-    /// From now on, also appends every final line to `log`.
-    pub(crate) fn set_log(&mut self, log: LogWriter) {
-        self.log = Some(log);
-    }
-
-    /// The disk log, if the job is persisted.
-    pub(crate) fn log_mut(&mut self) -> Option<&mut LogWriter> {
-        self.log.as_mut()
     }
 
     /// Appends one final line and evicts from the front while over the cap.
     pub fn push(&mut self, line: String) {
-        if let Some(log) = &mut self.log {
-            log.push(&line);
-        }
         self.bytes += line.len() + LINE_OVERHEAD;
         self.lines.push_back(line);
         while self.bytes > self.cap_bytes && self.lines.len() > 1 {

@@ -3,8 +3,9 @@
 //! carries in its environment (`PTYJOBS_JOB_ID`, set on every job's shell and inherited by
 //! everything it starts, even processes that left the session with `setsid`).
 //!
-//! Only Linux has such a table (`/proc`). Elsewhere the scan is empty, and the kill path
-//! signals nothing but its own not-yet-reaped children (see [`crate::kill`]).
+//! Linux reads `/proc`; macOS asks libproc (pids, sessions and start times, but no job markers:
+//! see `procs/macos.rs`). Elsewhere the scan is empty, and the kill path signals nothing but its
+//! own not-yet-reaped children (see [`crate::kill`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +25,7 @@ pub(crate) struct Proc {
     pub pid: u32,
     /// Session id.
     pub sid: u32,
-    /// Start time in clock ticks since boot.
+    /// Start time: clock ticks since boot on Linux, microseconds since the epoch on macOS.
     pub start: u64,
     /// The job id of its `PTYJOBS_JOB_ID`, when its environment is readable and has one.
     pub marker: Option<JobId>,
@@ -38,14 +39,19 @@ pub(crate) fn since(since: Instant) -> Arc<Vec<Proc>> {
     {
         linux::since(since)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "macos")]
+    {
+        let _ = since;
+        Arc::new(macos::scan())
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = since;
         Arc::new(Vec::new())
     }
 }
 
-/// The start time of `pid` in clock ticks since boot, and whether it is a zombie (Linux).
+/// The start time of `pid` (in [`Proc::start`]'s unit), and whether it is a zombie.
 pub(crate) fn start_of(pid: u32) -> Option<(u64, bool)> {
     #[cfg(target_os = "linux")]
     {
@@ -53,7 +59,11 @@ pub(crate) fn start_of(pid: u32) -> Option<(u64, bool)> {
         let s = parse_stat(&stat)?;
         Some((s.start, s.state == 'Z' || s.state == 'X'))
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "macos")]
+    {
+        macos::start_of(pid)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = pid;
         None
@@ -95,6 +105,9 @@ pub(crate) fn marker_in(environ: &[u8]) -> Option<JobId> {
         .next_back()
         .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
 }
+
+#[cfg(target_os = "macos")]
+mod macos;
 
 #[cfg(target_os = "linux")]
 mod linux {

@@ -70,7 +70,7 @@ impl JobManager {
         };
         let (mut slice, on_disk) = {
             let mut s = lock(&job.state);
-            let on_disk = s.term.log_mut().map_or(0, |log| {
+            let on_disk = s.log.as_mut().map_or(0, |log| {
                 log.flush();
                 log.lines()
             });

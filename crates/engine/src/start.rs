@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
 use crate::kill::{self, Leader, Target};
 use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_size, lock};
+use crate::pipeline::Lane;
 use crate::signal::Signal;
 use crate::store::JobRecord;
 use crate::sys::pty;
@@ -46,6 +47,7 @@ impl JobManager {
             cols,
             rows,
             job_id: id,
+            base_env: Arc::clone(&inner.base_env),
         };
         let spawned = match spawn::spawn(&spawn_spec) {
             Ok(s) => s,
@@ -57,6 +59,7 @@ impl JobManager {
             }
         };
         let child = ChildGuard::new(id, spawned.pid, spawned.tree);
+        let master = Arc::new(spawned.master);
         let (events, _) = watch::channel(JobEvent::default());
         let (done, _) = watch::channel(false);
         let job = Arc::new(Job {
@@ -82,8 +85,9 @@ impl JobManager {
                     inner.config.max_line_bytes,
                 ),
                 size: (cols, rows),
-                master: Some(Arc::new(spawned.master)),
+                master: Some(Arc::clone(&master)),
                 record: None,
+                log: None,
             }),
             events,
             done,
@@ -91,19 +95,20 @@ impl JobManager {
             waiting: crate::input::InputWatch::default(),
             tap: crate::attach::Tap::default(),
         });
-        let (open_gate, gate) = std::sync::mpsc::sync_channel(1);
-        let sink = JobSink {
+        // Closed until the job is in the table: nothing is parsed, and so nothing can end the
+        // job, before the job is complete. Opened on every way out of here.
+        let lane = Lane::new(JobSink {
             job: job.clone(),
             manager: Arc::downgrade(inner),
             store: inner.store.clone(),
-            gate,
-        };
+        });
+        let gate = Gate(lane.clone());
         pty::start_reader(
             job.leader.clone(),
             id,
-            spawned.reader,
+            master,
             inner.config.drain_timeout,
-            sink,
+            lane,
         )?;
         // From here on nothing fails: the reader owns the child (it reaps it), and the job
         // owns its slot (released when it ends).
@@ -115,7 +120,7 @@ impl JobManager {
             t.jobs.insert(job.id, job.clone());
             t.order.push(job.id);
         }
-        let _ = open_gate.send(());
+        drop(gate);
         if let Some(timeout) = spec.timeout {
             let weak = Arc::downgrade(inner);
             inner.runtime.spawn(async move {
@@ -137,15 +142,18 @@ impl JobManager {
         else {
             return;
         };
+        // The leader read the shell's start time right after the spawn: no second /proc read.
         let record = JobRecord::new(
             &job.info(),
+            job.leader.start,
             spec.env.keys().cloned().collect(),
             server.clone(),
         );
         match store.begin(&record, spare) {
             Ok(log) => {
                 let mut s = lock(&job.state);
-                s.term.set_log(log);
+                s.term.emit_final_lines();
+                s.log = Some(log);
                 s.record = Some(record);
             }
             Err(e) => tracing::warn!("job {} is kept in memory only: {e}", job.id),
@@ -189,6 +197,16 @@ fn validate(cfg: &EngineConfig, spec: &JobSpec) -> Result<(u16, u16, PathBuf)> {
         None => std::env::current_dir()?,
     };
     Ok((cols, rows, cwd))
+}
+
+/// Opens a job's lane when dropped: once the job is complete, or when `execute` gave up on it
+/// (then its child was killed, and the reactor reaps it and ends the job).
+struct Gate(Arc<Lane>);
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.0.open();
+    }
 }
 
 /// A reserved running slot; released when dropped unless a started job took it over.

@@ -13,6 +13,10 @@
 //! inside a control sequence or inside a string, and strings (OSC, DCS, SOS, PM, APC) are bounded
 //! before anything buffers them.
 //!
+//! The terminal does no I/O: every final line is an event ([`Terminal::take_final_lines`]) that
+//! its owner hands to the other sinks of the job (the disk log), as alacritty's
+//! `Term<T: EventListener>` does; the in-memory transcript is the one sink it keeps itself.
+//!
 //! Queries a program writes (cursor position, status, device attributes, size, colours, modes,
 //! version) are answered from the emulator's state at that point; the answers are queued as
 //! reply bytes ([`Terminal::take_replies`]) for the owner to write to the program's input. They
@@ -62,6 +66,8 @@ struct Capture {
     title: Option<String>,
     /// Rows scrolling off that the fast path already put into the transcript itself.
     discard: usize,
+    /// Final lines not yet taken by the owner, while it listens ([`Terminal::emit_final_lines`]).
+    emitted: Option<Vec<String>>,
 }
 
 impl Capture {
@@ -72,24 +78,41 @@ impl Capture {
             max_line_bytes: max_line_bytes.max(1),
             title: None,
             discard: 0,
+            emitted: None,
         }
     }
 
     fn push_text(&mut self, text: &str, line_ends: bool) {
         self.pending.push_str(text);
-        while self.pending.len() > self.max_line_bytes {
+        // Pieces of at most `max_line_bytes` are cut from the front, and the rest is moved
+        // once: a long line costs time in proportion to its length.
+        let mut start = 0;
+        while self.pending.len() - start > self.max_line_bytes {
             let mut cut = self.max_line_bytes;
-            while !self.pending.is_char_boundary(cut) {
+            while !self.pending.is_char_boundary(start + cut) {
                 cut -= 1;
             }
-            let rest = self.pending.split_off(cut.max(1));
-            let head = std::mem::replace(&mut self.pending, rest);
-            self.transcript.push(head);
+            let end = start + cut.max(1);
+            self.final_line(self.pending[start..end].to_owned());
+            start = end;
+        }
+        if start > 0 {
+            self.pending.drain(..start);
         }
         if line_ends {
             let line = std::mem::take(&mut self.pending);
-            self.transcript.push(line);
+            self.final_line(line);
         }
+    }
+}
+
+impl Capture {
+    /// A line is final: into the transcript, and out as an event if the owner listens.
+    fn final_line(&mut self, line: String) {
+        if let Some(emitted) = &mut self.emitted {
+            emitted.push(line.clone());
+        }
+        self.transcript.push(line);
     }
 }
 
@@ -160,12 +183,16 @@ pub struct Terminal {
     unusual_modes: (bool, bool),
     /// The last screen, once the job ended and the emulator was dropped ([`Self::finish`]).
     frozen: Option<ScreenSnapshot>,
+    /// The size (cols, rows) while nothing was fed: the emulator is then a 1×1 stand-in, and
+    /// its grid (32 bytes a cell, ~150 KB at 120×40) is allocated by the first output. A job
+    /// that never prints (a server started in the background, `sleep`) costs little.
+    unborn: Option<(u16, u16)>,
 }
 
 impl std::fmt::Debug for Terminal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Terminal")
-            .field("size", &self.parser.screen().size())
+            .field("size", &self.screen_size())
             .finish()
     }
 }
@@ -175,8 +202,9 @@ impl Terminal {
     /// and splits lines longer than `max_line_bytes`.
     pub fn new(cols: u16, rows: u16, transcript_bytes: usize, max_line_bytes: usize) -> Self {
         let capture = Capture::new(transcript_bytes, max_line_bytes);
+        let one = nonzero(1);
         Self {
-            parser: vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture),
+            parser: vt100::Parser::new_with_callbacks(one, one, 0, capture),
             mirror: Mirror::default(),
             replies: Vec::new(),
             last_printed: None,
@@ -186,6 +214,16 @@ impl Terminal {
             model: None,
             unusual_modes: (false, false),
             frozen: None,
+            unborn: Some((cols, rows)),
+        }
+    }
+
+    /// Makes the real emulator, if it was not yet: exactly what a new one would be.
+    fn birth(&mut self) {
+        if let Some((cols, rows)) = self.unborn.take() {
+            let capture = std::mem::replace(self.parser.callbacks_mut(), Capture::new(0, 1));
+            self.parser =
+                vt100::Parser::new_with_callbacks(nonzero(rows), nonzero(cols), 0, capture);
         }
     }
 
@@ -205,6 +243,10 @@ impl Terminal {
 
     /// Feeds bytes from the PTY.
     pub fn feed(&mut self, input: &[u8]) {
+        if input.is_empty() {
+            return;
+        }
+        self.birth();
         let clean = sanitize_utf8(&mut self.utf8_tail, input);
         self.feed_clean(&clean);
     }
@@ -277,14 +319,23 @@ impl Terminal {
         }
     }
 
-    /// From now on, also appends every final line to `log`.
-    pub(crate) fn set_log(&mut self, log: crate::store::LogWriter) {
-        self.parser.callbacks_mut().transcript.set_log(log);
+    /// From now on, keeps every line that becomes final for [`Self::take_final_lines`].
+    pub(crate) fn emit_final_lines(&mut self) {
+        self.parser
+            .callbacks_mut()
+            .emitted
+            .get_or_insert_with(Vec::new);
     }
 
-    /// The disk log, if the job is persisted.
-    pub(crate) fn log_mut(&mut self) -> Option<&mut crate::store::LogWriter> {
-        self.parser.callbacks_mut().transcript.log_mut()
+    /// The lines that became final since the last call, in order (empty unless
+    /// [`Self::emit_final_lines`] was called): for the job's other sinks, such as the disk log.
+    pub(crate) fn take_final_lines(&mut self) -> Vec<String> {
+        self.parser
+            .callbacks_mut()
+            .emitted
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The main screen's lines as they would enter the transcript now (the unfinished scrolled
@@ -311,6 +362,10 @@ impl Terminal {
 
     /// Resizes the emulator (rows pushed off the top enter the transcript).
     pub fn resize(&mut self, cols: u16, rows: u16) {
+        if self.unborn.is_some() {
+            self.unborn = Some((cols, rows));
+            return;
+        }
         self.model = None;
         self.parser.set_size(nonzero(rows), nonzero(cols));
     }
@@ -416,6 +471,17 @@ impl Terminal {
         if let Some(frozen) = &self.frozen {
             return frozen.clone();
         }
+        if let Some((cols, rows)) = self.unborn {
+            return ScreenSnapshot {
+                rows: vec![String::new(); usize::from(rows.max(1))],
+                cursor_row: 0,
+                cursor_col: 0,
+                cols: cols.max(1),
+                height: rows.max(1),
+                alternate_screen: false,
+                title: None,
+            };
+        }
         let screen = self.parser.screen();
         let (height, cols) = screen.size();
         let (cursor_row, cursor_col) = screen.cursor_position();
@@ -428,6 +494,14 @@ impl Terminal {
             alternate_screen: screen.alternate_screen(),
             title: self.parser.callbacks().title.clone(),
         }
+    }
+
+    /// (cols, rows) of the screen.
+    fn screen_size(&self) -> (u16, u16) {
+        self.unborn.unwrap_or_else(|| {
+            let (rows, cols) = self.parser.screen().size();
+            (cols.get(), rows.get())
+        })
     }
 
     /// Whether the program asked for application cursor keys (`ESC[?1h`).

@@ -308,7 +308,7 @@ fn same(a: &Seen, b: &Seen, what: &str) -> Result<(), String> {
     };
     check(
         a.text == b.text,
-        &format!("transcript ({:?} vs {:?})", a.text, b.text),
+        &format!("transcript ({})", first_difference(&a.text, &b.text)),
     )?;
     check(
         a.screen == b.screen,
@@ -324,6 +324,34 @@ fn same(a: &Seen, b: &Seen, what: &str) -> Result<(), String> {
     )?;
     check(a.final_text == b.final_text, "finished transcript")?;
     check(a.final_screen == b.final_screen, "finished screen")
+}
+
+/// Where two texts part, with some context (whole texts of long cases say nothing).
+fn first_difference(a: &str, b: &str) -> String {
+    if a.len() + b.len() < 4000 {
+        return format!("{a:?} vs {b:?}");
+    }
+    let at = a
+        .bytes()
+        .zip(b.bytes())
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let around = |s: &str| {
+        let from = (at.saturating_sub(200)..=at)
+            .find(|&i| s.is_char_boundary(i))
+            .unwrap_or(0);
+        let to = (at + 200..s.len())
+            .find(|&i| s.is_char_boundary(i))
+            .unwrap_or(s.len());
+        format!("{:?}", &s[from..to.max(from)])
+    };
+    format!(
+        "{} vs {} bytes, first difference at byte {at}: {} vs {}",
+        a.len(),
+        b.len(),
+        around(a),
+        around(b)
+    )
 }
 
 /// A bare vt100 parser fed the same bytes: what the screen must show. Only for input that is
@@ -484,4 +512,111 @@ fn wrapped_lines_come_back_whatever_their_character_widths() {
             assert_eq!(t.text(), lines.join("\n"), "seed {seed}, {cols} columns");
         }
     }
+}
+
+/// A long line without newline (2 KB to ~100 KB): runs of printable ASCII, now and then a wide
+/// character, a colour, an erase, a `\r` redraw, or any other piece of output.
+fn long_line(r: &mut Rng, cols: usize, out: &mut Vec<u8>) {
+    let len = (1usize << (11 + r.below(6))) + r.below(40_000);
+    let start = out.len();
+    while out.len() - start < len {
+        match r.below(40) {
+            0 => out.extend_from_slice(r.pick(WIDE).as_bytes()),
+            1 => out.extend_from_slice(
+                r.pick(&["\x1b[31m", "\x1b[0m", "\x1b[1;44m", "\x1b[m"])
+                    .as_bytes(),
+            ),
+            2 => out.extend_from_slice(b"\r"),
+            3 => out.extend_from_slice(b"\x1b[K"),
+            4 => piece(r, cols, out),
+            _ => {
+                let run = match r.below(3) {
+                    0 => r.below(cols + 2) + 1,
+                    _ => r.below(5000) + 1,
+                };
+                out.extend((0..run).map(|_| b' ' + r.below(95) as u8));
+            }
+        }
+    }
+}
+
+fn long_case(seed: u64) -> Case {
+    let mut r = Rng(seed ^ 0x10_1e);
+    let (cols, rows) = *r.pick(&[(80u16, 24u16), (120, 40), (30, 6), (7, 3), (12, 1), (2, 2)]);
+    let mut input = Vec::new();
+    for _ in 0..r.below(4) + 1 {
+        if r.below(3) == 0 {
+            piece(&mut r, usize::from(cols), &mut input);
+        } else {
+            long_line(&mut r, usize::from(cols), &mut input);
+        }
+        if r.below(2) == 0 {
+            input.extend_from_slice(b"\r\n");
+        }
+    }
+    Case { cols, rows, input }
+}
+
+/// Long lines (the fast path wraps them in bulk) give what the emulator alone gives, fed in
+/// pieces from one byte to 64 KiB.
+#[test]
+fn the_fast_path_matches_the_emulator_on_long_lines() {
+    let one = std::env::var("PTYJOBS_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok());
+    let cases: u64 = std::env::var("PTYJOBS_DIFF_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5000)
+        / 25;
+    let seeds: Vec<u64> = one.map_or_else(|| (1..=cases).collect(), |s| vec![s]);
+    let started = std::time::Instant::now();
+    let mut bytes = 0;
+    for seed in seeds {
+        let c = long_case(seed);
+        bytes += c.input.len();
+        let reference = observe(
+            Terminal::emulator_only(c.cols, c.rows, BIG, BIG),
+            &[&c.input],
+        );
+        let mut r = Rng(seed ^ 0xc4_u64);
+        let mut chunks: Vec<&[u8]> = Vec::new();
+        let mut at = 0;
+        while at < c.input.len() {
+            let max = *r.pick(&[8, 400, 4096, 65536]);
+            let n = (r.below(max) + 1).min(c.input.len() - at);
+            chunks.push(&c.input[at..at + n]);
+            at += n;
+        }
+        let outcome = std::panic::catch_unwind(|| {
+            let fast = observe(Terminal::new(c.cols, c.rows, BIG, BIG), &chunks);
+            same(&fast, &reference, "fast path in pieces vs emulator")?;
+            let whole = observe(Terminal::new(c.cols, c.rows, BIG, BIG), &[&c.input]);
+            same(&whole, &reference, "fast path whole vs emulator")
+        })
+        .unwrap_or_else(|_| Err("panicked".to_owned()));
+        if let Err(e) = outcome {
+            if let Ok(path) = std::env::var("PTYJOBS_DIFF_DUMP") {
+                let mut dump = Vec::new();
+                for ch in &chunks {
+                    dump.extend_from_slice(&(ch.len() as u32).to_le_bytes());
+                    dump.extend_from_slice(ch);
+                }
+                let _ = std::fs::write(path, dump);
+            }
+            panic!(
+                "long-line case failed: seed {seed} (rerun with PTYJOBS_DIFF_SEED={seed}), {}x{}, \
+                 {} bytes\n{}",
+                c.cols,
+                c.rows,
+                c.input.len(),
+                e.chars().take(2000).collect::<String>()
+            );
+        }
+    }
+    eprintln!(
+        "long-line cases: {} bytes in {:.1?}",
+        bytes,
+        started.elapsed()
+    );
 }

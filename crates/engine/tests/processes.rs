@@ -28,6 +28,23 @@ async fn the_environment_has_a_terminal_type_no_pager_and_the_jobs_own_variables
     );
 }
 
+/// The base environment is built once per manager; a job's own variable replaces a base one
+/// (one entry, not two), for every job of the manager.
+#[tokio::test]
+async fn a_jobs_own_variables_replace_the_inherited_ones_once() {
+    let m = manager();
+    for pager in ["less", "more"] {
+        let mut spec = JobSpec::new("env | grep -c '^PAGER='; echo $PAGER $TERM");
+        spec.env.insert("PAGER".into(), pager.into());
+        let job = m.execute(spec).unwrap();
+        m.wait(job.id, Some(Duration::from_secs(10))).await.unwrap();
+        assert_eq!(
+            m.output(job.id, None, None).unwrap().output,
+            format!("1\n{pager} xterm-256color")
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_shell_runs_pipes_quotes_and_globs() {
     let m = manager();
@@ -131,11 +148,13 @@ async fn bad_arguments_are_clear_errors() {
 async fn the_running_limit_counts_only_running_jobs() {
     let m = manager_with(|c| c.max_running = 2);
     let a = m.execute(JobSpec::new("sleep 100")).unwrap();
-    let b = m.execute(JobSpec::new("true")).unwrap();
+    // b runs until it reads a line: `true` could end (and free its slot) before the next call.
+    let b = m.execute(JobSpec::new("read line")).unwrap();
     assert!(matches!(
         m.execute(JobSpec::new("true")),
         Err(Error::LimitReached(_))
     ));
+    m.write(b.id, b"\n").unwrap();
     m.wait(b.id, Some(Duration::from_secs(10))).await.unwrap();
     // b finished, so a slot is free again
     let c = m.execute(JobSpec::new("true")).unwrap();

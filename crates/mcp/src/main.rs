@@ -41,6 +41,8 @@ Serving on this terminal anyway; press Ctrl-D or Ctrl-C to quit. See ptyjobs --h
 fn main() -> ExitCode {
     // Windows: this executable is also the console launcher of every job (never returns then).
     ptyjobs_engine::launcher_if_asked();
+    // In parallel with the rest of the start: `initialize` needs no schema.
+    server::prepare_tools();
     let cli = args::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -62,6 +64,8 @@ fn main() -> ExitCode {
     if std::io::stdin().is_terminal() {
         eprintln!("{HINT}");
     }
+    // Each job holds a few descriptors: the usual soft limit (1024) would stop at a few hundred.
+    ptyjobs_engine::raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -106,16 +110,18 @@ async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), Strin
         }
         Err(e) => return Err(e.to_string()),
     };
-    // `ptyjobs attach`: a person may take over a job, through a socket in the state directory.
-    let _attach = jobs.store().and_then(|_| {
-        jobs.serve_attach()
-            .inspect_err(|e| tracing::warn!("ptyjobs attach is unavailable: {e}"))
-            .ok()
-    });
+    let mut attach = None;
     let server = server::Server::new(jobs.clone()).with_editor(editor);
     let outcome = tokio::select! {
         r = async {
             let service = server.serve(transport::stdio()).await?;
+            // `ptyjobs attach`: a person may take over a job, through a socket in the state
+            // directory. Made once the handshake is answered: the client waits for nothing else.
+            attach = jobs.store().and_then(|_| {
+                jobs.serve_attach()
+                    .inspect_err(|e| tracing::warn!("ptyjobs attach is unavailable: {e}"))
+                    .ok()
+            });
             service.waiting().await?;
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
         } => match r {
@@ -124,6 +130,7 @@ async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), Strin
         },
         why = termination.recv() => { tracing::info!("{why}; shutting down"); Ok(()) }
     };
+    drop(attach);
     jobs.shutdown().await;
     outcome
 }

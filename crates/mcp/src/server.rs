@@ -1,7 +1,7 @@
 //! The MCP server: the tools (in `tools/`, each a few lines: params → engine → result) and the
 //! job resources (in `resources.rs`) over one shared [`JobManager`].
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ptyjobs_engine::JobManager;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -50,7 +50,22 @@ pub struct Server {
     cancelled: Arc<tasks::Cancelled>,
     /// Fires when the resource list changes, for `subscriptions/listen` streams.
     list_changed: broadcast::Sender<()>,
-    tool_router: ToolRouter<Self>,
+}
+
+/// The tools with their schemas, one set per process. Generating every tool's schemas costs
+/// about a millisecond of CPU at start and `initialize` needs none of them: [`prepare_tools`]
+/// builds them on a thread of their own while the server starts, and the first call that needs
+/// them waits for that if it must.
+static TOOLS: OnceLock<ToolRouter<Server>> = OnceLock::new();
+
+/// Starts building the tools' schemas in the background (see [`TOOLS`]). If no thread can be
+/// started, the first call that needs them builds them.
+pub fn prepare_tools() {
+    let _ = std::thread::Builder::new()
+        .name("ptyjobs-schemas".into())
+        .spawn(|| {
+            TOOLS.get_or_init(Server::tools_with_schemas);
+        });
 }
 
 impl Server {
@@ -62,13 +77,18 @@ impl Server {
             subscriptions: Arc::default(),
             cancelled: Arc::default(),
             list_changed: broadcast::channel(16).0,
-            tool_router: portable(
-                Self::job_tools()
-                    + Self::output_tools()
-                    + Self::terminal_tools()
-                    + Self::wait_tools(),
-            ),
         }
+    }
+
+    fn tools_with_schemas() -> ToolRouter<Self> {
+        portable(
+            Self::job_tools() + Self::output_tools() + Self::terminal_tools() + Self::wait_tools(),
+        )
+    }
+
+    /// The tools (see [`TOOLS`]).
+    fn tools(&self) -> &'static ToolRouter<Self> {
+        TOOLS.get_or_init(Self::tools_with_schemas)
     }
 }
 
@@ -99,7 +119,7 @@ impl Server {
             args.remove("wait");
         }
         let started = self
-            .tool_router
+            .tools()
             .call(ToolCallContext::new(self, request, context))
             .await?;
         let CallToolResponse::Complete(result) = &started else {
@@ -133,7 +153,7 @@ fn portable(mut router: ToolRouter<Server>) -> ToolRouter<Server> {
     router
 }
 
-#[tool_handler(router = self.tool_router)]
+#[tool_handler(router = self.tools())]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -162,7 +182,7 @@ impl ServerHandler for Server {
         if request.name == "execute_command" && wants_wait && tasks::client_supports(&context) {
             return self.execute_as_task(request, context).await;
         }
-        self.tool_router
+        self.tools()
             .call(ToolCallContext::new(self, request, context))
             .await
     }

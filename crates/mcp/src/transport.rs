@@ -1,4 +1,6 @@
-//! The stdio boundary: one JSON-RPC message per line in, one per line out.
+//! The stdio boundary: one JSON-RPC message per line in, one per line out, as rmcp's
+//! [`Transport`] (no relay task, no second parse: each line is read once, judged once and
+//! handed to rmcp already decoded).
 //!
 //! rmcp drops a line it cannot parse without a word (the client then waits forever for that
 //! id) and answers a request whose `params` has the wrong shape with an id-less "invalid
@@ -6,114 +8,161 @@
 //! that is not JSON gets a parse error (-32700), a request whose `params` (or `tools/call`
 //! `arguments`) is not an object gets invalid params (-32602), anything else rmcp cannot read
 //! gets invalid request (-32600) — each carrying the request's id whenever one can be read,
-//! even from a truncated line. Good lines go to rmcp unchanged. Both rmcp's answers and these
-//! errors reach stdout through one writer, a whole line at a time, so they never interleave.
+//! even from a truncated line. Both rmcp's answers and these errors reach stdout through one
+//! writer, a whole line at a time, so they never interleave.
+//!
+//! Over pipes (every MCP client) stdin and stdout are reopened non-blocking and polled by the
+//! runtime (rmcp's `stdio_pipes`); a terminal falls back to tokio's blocking stdio. Tokio's
+//! blocking stdin hands every read to a pool thread: two thread hand-offs per request.
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// Longest accepted line: a request larger than this is answered with an error and skipped.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
-/// Buffer between the boundary and rmcp.
-const PIPE_BYTES: usize = 1 << 20;
 
-/// Starts the boundary over stdin/stdout and returns the pair rmcp serves on.
-pub fn stdio() -> (DuplexStream, DuplexStream) {
-    boundary(tokio::io::stdin(), tokio::io::stdout())
+/// The MCP server's transport over stdin/stdout.
+pub fn stdio() -> Lines<rmcp::transport::StdioReader, rmcp::transport::StdioWriter> {
+    let (input, output) = rmcp::transport::stdio_pipes();
+    Lines::new(input, output)
 }
 
-/// Starts the boundary between `input`/`output` and the returned `(reader, writer)` pair.
-pub fn boundary<R, W>(input: R, output: W) -> (DuplexStream, DuplexStream)
+/// Newline-delimited JSON-RPC over `input`/`output`, with the checks above.
+pub struct Lines<R, W> {
+    input: BufReader<R>,
+    /// The line being read. Kept here, not in a local: `receive` is polled in a `select!` and
+    /// may be dropped between two reads, and the next call must go on with the same line.
+    line: Vec<u8>,
+    /// The line being read went past [`MAX_LINE_BYTES`] (the rest is read and dropped).
+    too_long: bool,
+    output: Arc<tokio::sync::Mutex<W>>,
+}
+
+impl<R, W> Lines<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (rmcp_in, feed) = tokio::io::duplex(PIPE_BYTES);
-    let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
-    let (errors_tx, errors_rx) = mpsc::unbounded_channel::<String>();
-    tokio::spawn(read_lines(input, feed, errors_tx));
-    tokio::spawn(write_lines(from_rmcp, errors_rx, output));
-    (rmcp_in, rmcp_out)
-}
+    /// The transport over `input` and `output`.
+    pub fn new(input: R, output: W) -> Self {
+        Self {
+            input: BufReader::with_capacity(64 << 10, input),
+            line: Vec::new(),
+            too_long: false,
+            output: Arc::new(tokio::sync::Mutex::new(output)),
+        }
+    }
 
-/// Reads stdin line by line; good lines go to rmcp, bad ones are answered. Dropping `feed` at
-/// EOF ends rmcp's session like a closed stdin.
-async fn read_lines<R: AsyncRead + Unpin>(
-    input: R,
-    mut feed: DuplexStream,
-    errors: mpsc::UnboundedSender<String>,
-) {
-    let mut input = BufReader::new(input);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let too_long = match read_line(&mut input, &mut line).await {
-            Ok(None) => return,
-            Ok(Some(too_long)) => too_long,
-            Err(e) => {
-                tracing::info!("reading stdin: {e}");
-                return;
+    /// Reads the rest of one line (without its newline) into `self.line`, keeping at most
+    /// [`MAX_LINE_BYTES`]; `false` at EOF with nothing read. Cancel-safe: what was read stays
+    /// in `self.line` for the next call.
+    async fn read_line(&mut self) -> std::io::Result<bool> {
+        loop {
+            let buf = self.input.fill_buf().await?;
+            if buf.is_empty() {
+                return Ok(!self.line.is_empty() || self.too_long);
             }
-        };
-        let verdict = if too_long {
-            Err(error(
-                scan_id(&line),
-                -32600,
-                &format!("request too large (over {MAX_LINE_BYTES} bytes)"),
-            ))
-        } else {
-            check(&line)
-        };
-        match verdict {
-            Ok(true) => {
-                line.push(b'\n');
-                if feed.write_all(&line).await.is_err() {
-                    return;
-                }
+            let (chunk, done) = match memchr(b'\n', buf) {
+                Some(i) => (&buf[..i], Some(i + 1)),
+                None => (buf, None),
+            };
+            let room = MAX_LINE_BYTES.saturating_sub(self.line.len());
+            if chunk.len() > room {
+                self.too_long = true;
+                // Keep the head: it is where the id usually is.
+                self.line.extend_from_slice(&chunk[..room]);
+            } else {
+                self.line.extend_from_slice(chunk);
             }
-            Ok(false) => {}
-            Err(answer) => {
-                if errors.send(answer).is_err() {
-                    return;
-                }
+            let used = done.unwrap_or(buf.len());
+            self.input.consume(used);
+            if done.is_some() {
+                return Ok(true);
             }
         }
     }
+
+    /// Writes `answer` (one line) to the output in the background: `receive` must not wait
+    /// on the output (it is cancelled whenever rmcp has something else to do).
+    fn answer(&self, mut answer: String) {
+        answer.push('\n');
+        let output = Arc::clone(&self.output);
+        tokio::spawn(async move { write_line(&output, answer.as_bytes()).await });
+    }
 }
 
-/// Reads one line (without its newline) into `line`, keeping at most [`MAX_LINE_BYTES`];
-/// `None` at EOF, `Some(true)` when the line was longer (the rest was read and dropped).
-async fn read_line<R: AsyncRead + Unpin>(
-    input: &mut BufReader<R>,
-    line: &mut Vec<u8>,
-) -> std::io::Result<Option<bool>> {
-    let mut too_long = false;
-    let mut any = false;
-    loop {
-        let buf = input.fill_buf().await?;
-        if buf.is_empty() {
-            return Ok(any.then_some(too_long));
+/// Writes one whole line and flushes it.
+async fn write_line<W: AsyncWrite + Unpin>(
+    output: &tokio::sync::Mutex<W>,
+    line: &[u8],
+) -> std::io::Result<()> {
+    let mut output = output.lock().await;
+    output.write_all(line).await?;
+    output.flush().await
+}
+
+impl<R, W> Transport<RoleServer> for Lines<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // Encoded here, once, straight into the line that is written.
+        let line = serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        let output = Arc::clone(&self.output);
+        async move {
+            let line = line.map_err(std::io::Error::other)?;
+            write_line(&output, &line).await
         }
-        any = true;
-        let (chunk, done) = match memchr(b'\n', buf) {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        let room = MAX_LINE_BYTES.saturating_sub(line.len());
-        if chunk.len() > room {
-            too_long = true;
-            // Keep the head: it is where the id usually is.
-            line.extend_from_slice(&chunk[..room]);
-        } else {
-            line.extend_from_slice(chunk);
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            match self.read_line().await {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => {
+                    tracing::info!("reading stdin: {e}");
+                    return None;
+                }
+            }
+            // A whole line is in: from here to the end of the turn nothing awaits, so a
+            // cancelled `receive` never loses a judged line.
+            let verdict = if self.too_long {
+                Err(error(
+                    scan_id(&self.line),
+                    -32600,
+                    &format!("request too large (over {MAX_LINE_BYTES} bytes)"),
+                ))
+            } else {
+                check(&self.line)
+            };
+            self.line.clear();
+            self.too_long = false;
+            match verdict {
+                Ok(Some(message)) => return Some(message),
+                Ok(None) => {}
+                Err(answer) => self.answer(answer),
+            }
         }
-        let used = done.unwrap_or(buf.len());
-        input.consume(used);
-        if done.is_some() {
-            return Ok(Some(too_long));
-        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.output.lock().await.flush().await
     }
 }
 
@@ -121,45 +170,12 @@ fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
     haystack.iter().position(|&b| b == needle)
 }
 
-/// Copies rmcp's output lines and the boundary's error answers to `output`, one whole line at
-/// a time, until both are done.
-async fn write_lines<W: AsyncWrite + Unpin>(
-    from_rmcp: DuplexStream,
-    mut errors: mpsc::UnboundedReceiver<String>,
-    mut output: W,
-) {
-    let mut from_rmcp = BufReader::new(from_rmcp);
-    let mut line = Vec::new();
-    let (mut rmcp_open, mut errors_open) = (true, true);
-    while rmcp_open || errors_open {
-        tokio::select! {
-            n = from_rmcp.read_until(b'\n', &mut line), if rmcp_open => {
-                match n {
-                    Ok(0) | Err(_) => rmcp_open = false,
-                    Ok(_) => {
-                        if output.write_all(&line).await.is_err() { return; }
-                        line.clear();
-                    }
-                }
-            }
-            e = errors.recv(), if errors_open => match e {
-                Some(mut answer) => {
-                    answer.push('\n');
-                    if output.write_all(answer.as_bytes()).await.is_err() { return; }
-                }
-                None => errors_open = false,
-            },
-        }
-        let _ = output.flush().await;
-    }
-}
-
-/// Judges one line: `Ok(true)` to pass it to rmcp, `Ok(false)` to skip it silently (blank, or
-/// a bad notification, which has nobody to answer), `Err(answer)` to answer it here.
-pub fn check(line: &[u8]) -> Result<bool, String> {
+/// Judges one line: `Ok(Some(message))` to pass it to rmcp, `Ok(None)` to skip it silently
+/// (blank, or a bad notification, which has nobody to answer), `Err(answer)` to answer it here.
+pub fn check(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, String> {
     let text = line.strip_suffix(b"\r").unwrap_or(line);
     if text.iter().all(u8::is_ascii_whitespace) {
-        return Ok(false);
+        return Ok(None);
     }
     let value: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
@@ -206,7 +222,7 @@ pub fn check(line: &[u8]) -> Result<bool, String> {
             }
         }
     }
-    match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+    match ClientJsonRpcMessage::deserialize(&value) {
         // rmcp reads a known method whose params do not fit as an unknown one ("method not
         // found"): the method exists, its params are wrong.
         Ok(ClientJsonRpcMessage::Request(r))
@@ -220,7 +236,7 @@ pub fn check(line: &[u8]) -> Result<bool, String> {
                 &format!("invalid params: the params of {method} do not have the expected shape"),
             )
         }
-        Ok(_) => Ok(true),
+        Ok(message) => Ok(Some(message)),
         Err(e) if msg.contains_key("method") => {
             answer_or_drop(id, -32602, &format!("invalid params: {e}"))
         }
@@ -254,12 +270,12 @@ const KNOWN_METHODS: &[&str] = &[
 ];
 
 /// An error answer for a request, or a silent drop for a notification (JSON-RPC: no answer).
-fn answer_or_drop(id: Option<&Value>, code: i64, message: &str) -> Result<bool, String> {
+fn answer_or_drop<T>(id: Option<&Value>, code: i64, message: &str) -> Result<Option<T>, String> {
     match id {
         Some(id) => Err(error(Some(id.clone()), code, message)),
         None => {
             tracing::info!("dropped a malformed notification: {message}");
-            Ok(false)
+            Ok(None)
         }
     }
 }
@@ -313,11 +329,11 @@ mod tests {
 
     #[test]
     fn good_lines_pass() {
-        assert_eq!(
+        assert!(matches!(
             check(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-            Ok(true)
-        );
-        assert_eq!(check(b"   "), Ok(false));
+            Ok(Some(ClientJsonRpcMessage::Request(_)))
+        ));
+        assert!(matches!(check(b"   "), Ok(None)));
     }
 
     #[test]
@@ -353,10 +369,10 @@ mod tests {
 
     #[test]
     fn bad_notifications_are_dropped_and_batches_refused() {
-        assert_eq!(
+        assert!(matches!(
             check(br#"{"jsonrpc":"2.0","method":"notifications/x","params":3}"#),
-            Ok(false)
-        );
+            Ok(None)
+        ));
         assert_eq!(answer("[1]")["error"]["code"], -32600);
     }
 }

@@ -72,6 +72,8 @@ impl JobManager {
     /// directory cannot be created or used.
     #[napi(constructor, catch_unwind)]
     pub fn new(options: Option<ManagerOptions>) -> Result<Self> {
+        // Each job holds a few descriptors: the soft default (1024) would stop at a few hundred.
+        engine::raise_fd_limit();
         let o = options.unwrap_or_default();
         let mut config = EngineConfig {
             store: o.store_config()?,

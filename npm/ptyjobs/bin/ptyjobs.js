@@ -24,6 +24,9 @@ try {
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
 let child = null
 function forward (signal) {
+  // On Windows a Ctrl-C reaches every process of the console, the server included, which then
+  // shuts down in order; "forwarding" it would be TerminateProcess. So wait for its exit.
+  if (signal === 'SIGINT' && process.platform === 'win32') return
   if (child && child.exitCode === null && child.signalCode === null) {
     try { child.kill(signal) } catch (_) {}
   }

@@ -11,7 +11,9 @@ const path = require('path')
  * `server` / `addon`: the Rust targets of the server binary and of the .node addon.
  * On Linux the server is one static musl build that runs on glibc and musl alike,
  * so the -gnu and -musl packages carry the same server binary.
- * `supported: false`: no package is built or published for it (see docs/RELEASE.md).
+ * Windows is built with the GNU toolchain (mingw), so its package is napi-rs's `win32-x64-gnu`;
+ * the addon loads in the usual (MSVC-built) Node all the same (see docs/RELEASE.md).
+ * `supported: false` would mean: no package is built or published for it.
  */
 const TARGETS = {
   'linux-x64-gnu': { os: 'linux', cpu: 'x64', libc: 'glibc', server: 'x86_64-unknown-linux-musl', addon: 'x86_64-unknown-linux-gnu', supported: true },
@@ -20,8 +22,7 @@ const TARGETS = {
   'linux-arm64-musl': { os: 'linux', cpu: 'arm64', libc: 'musl', server: 'aarch64-unknown-linux-musl', addon: 'aarch64-unknown-linux-musl', supported: true },
   'darwin-x64': { os: 'darwin', cpu: 'x64', libc: null, server: 'x86_64-apple-darwin', addon: 'x86_64-apple-darwin', supported: true },
   'darwin-arm64': { os: 'darwin', cpu: 'arm64', libc: null, server: 'aarch64-apple-darwin', addon: 'aarch64-apple-darwin', supported: true },
-  // The engine is Unix-only for now (no ConPTY code yet): no Windows package is published.
-  'win32-x64-msvc': { os: 'win32', cpu: 'x64', libc: null, server: 'x86_64-pc-windows-msvc', addon: 'x86_64-pc-windows-msvc', supported: false }
+  'win32-x64-gnu': { os: 'win32', cpu: 'x64', libc: null, server: 'x86_64-pc-windows-gnu', addon: 'x86_64-pc-windows-gnu', supported: true }
 }
 
 const SCOPE_PREFIX = 'ptyjobs-'
@@ -56,9 +57,7 @@ function candidateTriples ({ platform, arch, libc }) {
     const other = own === 'musl' ? 'gnu' : 'musl'
     return [`linux-${arch}-${own}`, `linux-${arch}-${other}`].filter((t) => TARGETS[t] && TARGETS[t].supported)
   }
-  const suffix = platform === 'win32' ? '-msvc' : ''
-  const triple = `${platform}-${arch}${suffix}`
-  return TARGETS[triple] && TARGETS[triple].supported ? [triple] : []
+  return Object.keys(TARGETS).filter((t) => TARGETS[t].os === platform && TARGETS[t].cpu === arch && TARGETS[t].supported)
 }
 
 function supportedList () {
@@ -100,10 +99,7 @@ function resolveBinary (opts) {
   const triples = candidateTriples({ platform, arch, libc })
   const where = platform === 'linux' ? `${platform}-${arch} (${libc === 'musl' ? 'musl' : 'glibc'})` : `${platform}-${arch}`
   if (triples.length === 0) {
-    const windows = platform === 'win32'
-      ? ' Windows is not supported yet: the ptyjobs engine drives Unix pseudo-terminals only (use WSL).'
-      : ''
-    throw new LauncherError('UNSUPPORTED_PLATFORM', `ptyjobs has no prebuilt server for ${where}.${windows} Prebuilt platforms: ${supportedList()}. Elsewhere, build the server from source (cargo build --release --bin ptyjobs) and set PTYJOBS_BINARY to it.`)
+    throw new LauncherError('UNSUPPORTED_PLATFORM', `ptyjobs has no prebuilt server for ${where}. Prebuilt platforms: ${supportedList()}. Elsewhere, build the server from source (cargo build --release --bin ptyjobs) and set PTYJOBS_BINARY to it.`)
   }
 
   for (const triple of triples) {

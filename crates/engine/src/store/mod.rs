@@ -147,6 +147,12 @@ pub struct Store {
     /// Final records already read: they never change, so listing hundreds of earlier jobs
     /// costs a directory read, not hundreds of file reads.
     finals: Mutex<HashMap<JobId, JobRecord>>,
+    /// What the upkeep keeps of the final jobs it has read (a few fields each), so each
+    /// upkeep reads only the records that are new since the last.
+    settled: Mutex<HashMap<JobId, upkeep::Settled>>,
+    /// Held while an upkeep runs: one at a time (a second would only repeat the first's work
+    /// on another core).
+    upkeep: Mutex<()>,
 }
 
 /// Instances of stores open in this process. A process that hosts several managers (a Node
@@ -217,6 +223,8 @@ impl Store {
             indexes: Mutex::default(),
             spare: Mutex::default(),
             finals: Mutex::default(),
+            settled: Mutex::default(),
+            upkeep: Mutex::default(),
         };
         Ok(store)
     }
@@ -243,6 +251,8 @@ impl Store {
             indexes: Mutex::default(),
             spare: Mutex::default(),
             finals: Mutex::default(),
+            settled: Mutex::default(),
+            upkeep: Mutex::default(),
         })
     }
 
@@ -425,17 +435,8 @@ impl Store {
         self.records_except(|_| false)
     }
 
-    /// [`Self::records`] without filling the cache (a prune reads everything once).
-    fn records_uncached(&self) -> Vec<StoredJob> {
-        self.read_records(|_| false, false)
-    }
-
     /// Every readable record but those `skip` says, newest first.
     pub(crate) fn records_except(&self, skip: impl Fn(JobId) -> bool) -> Vec<StoredJob> {
-        self.read_records(skip, true)
-    }
-
-    fn read_records(&self, skip: impl Fn(JobId) -> bool, cache: bool) -> Vec<StoredJob> {
         let Ok(entries) = self.jobs.entries() else {
             return Vec::new();
         };
@@ -447,7 +448,7 @@ impl Store {
                 if skip(id) {
                     return None;
                 }
-                match self.load_with(id, &mut alive, cache) {
+                match self.load_with(id, &mut alive, true) {
                     Ok(job) => Some(job),
                     // A job being created (directory made, record not yet renamed in) or removed.
                     Err(Error::JobNotFound(_)) => None,

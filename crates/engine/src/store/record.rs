@@ -64,8 +64,14 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
-    /// The record of `info`, owned by `server`.
-    pub(crate) fn new(info: &JobInfo, env_names: Vec<String>, server: ServerRef) -> Self {
+    /// The record of `info`, owned by `server`; `start_ticks` is the start time of its shell
+    /// as read right after the spawn (see [`crate::kill::Leader`]).
+    pub(crate) fn new(
+        info: &JobInfo,
+        start_ticks: Option<u64>,
+        env_names: Vec<String>,
+        server: ServerRef,
+    ) -> Self {
         Self {
             format: FORMAT,
             id: info.id,
@@ -75,7 +81,7 @@ impl JobRecord {
             env_names,
             process: ProcessRef {
                 pid: info.pid,
-                start_ticks: super::owner::start_ticks(info.pid),
+                start_ticks,
             },
             status: info.status,
             exit_code: info.exit_code,

@@ -1,24 +1,151 @@
 //! Upkeep of the state directory: spare job directories made ahead, retention, removal.
+//!
+//! The upkeep runs beside requests (at start, every 10 minutes, and every 200 finished jobs of
+//! a busy server), so it is kept small and sliced: a final record never changes, so each is
+//! read once and then remembered as a few fields ([`Settled`]); the records still to read are
+//! read in slices, and after each slice the upkeep rests as long as the slice took, so it never
+//! holds a core for more than a few milliseconds at a time.
 
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
-use super::{META, PruneReport, Spare, Store};
+use super::{JobRecord, META, PruneReport, ServerRef, Spare, Store};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::kill::{self, Target};
+
+/// Records read from disk between two rests of the upkeep.
+const SLICE: usize = 32;
+
+/// What the upkeep keeps of a final job it has read: all retention needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Settled {
+    started: DateTime<Utc>,
+    ended: DateTime<Utc>,
+    server: ServerRef,
+    bytes: u64,
+}
+
+/// One job as the upkeep sees it.
+struct Entry {
+    id: JobId,
+    started: DateTime<Utc>,
+    /// End time of a final job (`None` while running).
+    ended: Option<DateTime<Utc>>,
+    server: ServerRef,
+    bytes: u64,
+    /// A `running` record of a server that is gone, already shown as killed: to be taken over.
+    orphan: Option<JobRecord>,
+}
+
+/// Runs `work` over `items` in slices of [`SLICE`], resting after each slice as long as it
+/// took (at most 50 % of a core, a few milliseconds at a time).
+fn sliced<T>(items: impl IntoIterator<Item = T>, mut work: impl FnMut(T)) {
+    let mut slice = Instant::now();
+    for (i, item) in items.into_iter().enumerate() {
+        work(item);
+        if (i + 1) % SLICE == 0 {
+            std::thread::sleep(slice.elapsed().min(Duration::from_millis(20)));
+            slice = Instant::now();
+        }
+    }
+}
 
 impl Store {
     /// The upkeep a server runs at start and then periodically, off its runtime: reading every
     /// record takes over those of gone servers (`running` ones become `killed`, "server
     /// stopped"), the retention limits apply, forgotten spares go, and a spare is made ready.
+    /// Blocking and sliced (see the module): call it on a blocking thread. While one runs,
+    /// another call returns at once with an empty report (the running one does the work).
     pub fn maintain(&self) -> PruneReport {
-        self.take_over();
-        let report = self.prune();
+        let _one_at_a_time = match self.upkeep.try_lock() {
+            Ok(guard) => guard,
+            // A panic in an earlier upkeep left nothing to protect: go on.
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return PruneReport::default(),
+        };
+        let jobs = self.scan();
+        self.take_over(&jobs);
+        let report = self.prune_scanned(&jobs);
         self.sweep_spares();
         self.prepare_spare();
         report
+    }
+
+    /// Every job in the directory, newest first: final ones already read come from memory,
+    /// the others are read from disk in slices.
+    fn scan(&self) -> Vec<Entry> {
+        let Ok(names) = self.jobs.entries() else {
+            return Vec::new();
+        };
+        let ids: Vec<JobId> = names.iter().filter_map(|(n, _)| n.parse().ok()).collect();
+        let present: HashSet<JobId> = ids.iter().copied().collect();
+        let mut settled = std::mem::take(&mut *crate::manager::lock(&self.settled));
+        // Jobs removed by anyone since the last scan are forgotten.
+        settled.retain(|id, _| present.contains(id));
+        let mut jobs = Vec::with_capacity(ids.len());
+        let to_read: Vec<JobId> = ids
+            .into_iter()
+            .filter(|id| match settled.get(id) {
+                Some(s) => {
+                    jobs.push(Entry {
+                        id: *id,
+                        started: s.started,
+                        ended: Some(s.ended),
+                        server: s.server.clone(),
+                        bytes: s.bytes,
+                        orphan: None,
+                    });
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        let mut alive = HashMap::new();
+        sliced(to_read, |id| {
+            let job = match self.load_with(id, &mut alive, false) {
+                Ok(job) => job,
+                // A spare, or a job being created or removed.
+                Err(Error::JobNotFound(_)) => return,
+                Err(e) => {
+                    tracing::warn!("skipping job {id}: {e}");
+                    return;
+                }
+            };
+            let r = job.record;
+            let bytes = self.job_size(id);
+            let ended = r.status.is_final().then(|| r.finished.unwrap_or(r.started));
+            if let (Some(ended), false) = (ended, job.orphaned) {
+                let server = r.server.clone();
+                let keep = Settled {
+                    started: r.started,
+                    ended,
+                    server,
+                    bytes,
+                };
+                settled.insert(id, keep);
+            }
+            jobs.push(Entry {
+                id,
+                started: r.started,
+                ended,
+                server: r.server.clone(),
+                bytes,
+                orphan: job.orphaned.then_some(r),
+            });
+        });
+        // Removals that ran meanwhile (`remove_dir`) are kept: what they took is gone.
+        let mut kept = crate::manager::lock(&self.settled);
+        for (id, s) in settled {
+            if self.jobs.exists(&id.to_string()) {
+                kept.entry(id).or_insert(s);
+            }
+        }
+        drop(kept);
+        jobs.sort_by_key(|j| std::cmp::Reverse(j.started));
+        jobs
     }
 
     /// Takes over the `running` records of servers that are gone (a server only; a reader
@@ -26,26 +153,22 @@ impl Store {
     /// SIGKILL, to processes proven to be the job's only (see [`crate::kill`]) — and each
     /// record is rewritten as `killed` ("server stopped"). The hang-up of their terminal ended
     /// nearly all of them with their server; this ends the ones that ignored it.
-    pub(crate) fn take_over(&self) {
+    fn take_over(&self, jobs: &[Entry]) {
         if self.server.is_none() {
             return;
         }
-        let orphans: Vec<_> = self
-            .records_uncached()
-            .into_iter()
-            .filter(|j| j.orphaned)
-            .collect();
+        let orphans: Vec<&JobRecord> = jobs.iter().filter_map(|j| j.orphan.as_ref()).collect();
         if orphans.is_empty() {
             return;
         }
         let targets: Vec<Target> = orphans
             .iter()
-            .map(|j| Target::recorded(j.record.id, j.record.process))
+            .map(|r| Target::recorded(r.id, r.process))
             .collect();
         kill::end(&targets, crate::sys::sig::SIGKILL, Duration::ZERO);
-        for job in &orphans {
-            if let Err(e) = self.write_record(&job.record) {
-                tracing::warn!("cannot update the record of job {}: {e}", job.record.id);
+        for record in orphans {
+            if let Err(e) = self.write_record(record) {
+                tracing::warn!("cannot update the record of job {}: {e}", record.id);
             }
         }
     }
@@ -81,6 +204,7 @@ impl Store {
         let size = self.job_size(id);
         crate::manager::lock(&self.indexes).remove(&id);
         crate::manager::lock(&self.finals).remove(&id);
+        crate::manager::lock(&self.settled).remove(&id);
         // Remove the record first: a directory without one is invisible to every reader.
         if let Ok(dir) = self.job_dir(id) {
             dir.remove_file(META)?;
@@ -99,40 +223,49 @@ impl Store {
     /// a server leaves other live servers' jobs alone too, while a reader (the CLI, acting for
     /// a person) prunes finished jobs whoever ran them.
     pub fn prune(&self) -> PruneReport {
+        let jobs = self.scan();
+        self.prune_scanned(&jobs)
+    }
+
+    fn prune_scanned(&self, jobs: &[Entry]) -> PruneReport {
         let mut report = PruneReport::default();
-        let jobs = self.records_uncached();
-        let mut total: u64 = jobs.iter().map(|j| self.job_size(j.record.id)).sum();
-        let mut finished = jobs.iter().filter(|j| j.record.status.is_final()).count();
+        let mut total: u64 = jobs.iter().map(|j| j.bytes).sum();
+        let mut finished = jobs.iter().filter(|j| j.ended.is_some()).count();
         let now = Utc::now();
         let max_age =
             chrono::Duration::from_std(self.cfg.keep_age).unwrap_or(chrono::Duration::MAX);
-        // Oldest first: `records` is newest first.
+        let mut alive: HashMap<ServerRef, bool> = HashMap::new();
+        let mut removals = Vec::new();
+        // Oldest first: `jobs` is newest first.
         for job in jobs.iter().rev() {
-            let r = &job.record;
-            let removable = r.status.is_final()
-                && (!job.owner_alive
-                    || self.server.as_ref() == Some(&r.server)
-                    || self.server.is_none());
-            if !removable {
-                continue;
-            }
-            let ended = r.finished.unwrap_or(r.started);
+            let Some(ended) = job.ended else { continue };
             let over = finished > self.cfg.keep_jobs
                 || now - ended > max_age
                 || total > self.cfg.keep_bytes;
             if !over {
+                // Older jobs were kept for the same reasons, but a younger one may still be
+                // over the count or the bytes: go on.
                 continue;
             }
-            match self.remove_dir(r.id) {
-                Ok(size) => {
-                    total = total.saturating_sub(size);
-                    finished -= 1;
-                    report.removed.push(r.id);
-                    report.bytes += size;
-                }
-                Err(e) => tracing::warn!("cannot prune job {}: {e}", r.id),
+            let removable = self.server.is_none()
+                || self.server.as_ref() == Some(&job.server)
+                || !*alive
+                    .entry(job.server.clone())
+                    .or_insert_with(|| job.server.is_alive());
+            if !removable {
+                continue;
             }
+            removals.push(job);
+            total = total.saturating_sub(job.bytes);
+            finished -= 1;
         }
+        sliced(removals, |job| match self.remove_dir(job.id) {
+            Ok(size) => {
+                report.removed.push(job.id);
+                report.bytes += size;
+            }
+            Err(e) => tracing::warn!("cannot prune job {}: {e}", job.id),
+        });
         report
     }
 }

@@ -26,6 +26,13 @@ impl Terminal {
                 if bytes.is_empty() {
                     break;
                 }
+                // Text running past the margin: a long line, wrapped in bulk.
+                let wrapped = self.wrap_run(bytes);
+                if wrapped > 0 {
+                    bytes = &bytes[wrapped..];
+                    touched = false; // the emulator shows the model now
+                    continue;
+                }
                 // A byte the model does not cover: hand the row back to the emulator.
                 self.sync();
                 touched = false;
@@ -41,7 +48,11 @@ impl Terminal {
         }
     }
 
-    /// The model of a blank bottom row, if the emulator is in a state the model can describe.
+    /// The model of the bottom row, if the emulator is in a state the model can describe: the
+    /// cursor on the bottom row of the main screen (short of the last column, where a pending
+    /// wrap is more than a position), default attributes, and a row of plain ASCII cells with
+    /// default attributes (or blanks) and nothing in the last column. A row partly written (a
+    /// long line the emulator took a piece of) is taken over as it is.
     fn establish(&self) -> Option<LineModel> {
         if self.unusual_modes != (false, false) {
             return None;
@@ -49,7 +60,8 @@ impl Terminal {
         let screen = self.parser.screen();
         let (rows, cols) = screen.size();
         let bottom = rows.get() - 1;
-        if screen.alternate_screen() || screen.cursor_position() != (bottom, 0) {
+        let (row, col) = screen.cursor_position();
+        if screen.alternate_screen() || row != bottom || col + 1 >= cols.get() {
             return None;
         }
         let plain = |fg: Color, bg: Color, flags: [bool; 5]| {
@@ -65,8 +77,9 @@ impl Terminal {
         if !plain(screen.fgcolor(), screen.bgcolor(), flags) {
             return None;
         }
-        for col in 0..cols.get() {
-            let cell = screen.cell(bottom, col)?;
+        let mut model = LineModel::new(cols.get());
+        for c in 0..cols.get() {
+            let cell = screen.cell(bottom, c)?;
             let flags = [
                 cell.bold(),
                 cell.dim(),
@@ -74,11 +87,27 @@ impl Terminal {
                 cell.underline(),
                 cell.inverse(),
             ];
-            if cell.has_contents() || !plain(cell.fgcolor(), cell.bgcolor(), flags) {
+            if !plain(cell.fgcolor(), cell.bgcolor(), flags) {
                 return None;
             }
+            if cell.has_contents() {
+                let &[b] = cell.contents().as_bytes() else {
+                    return None;
+                };
+                if !(0x20..=0x7e).contains(&b) || c + 1 == cols.get() {
+                    return None;
+                }
+                model.cells[usize::from(c)] = b;
+            }
         }
-        Some(LineModel::new(cols.get()))
+        // Taken over only as text written from the left up to the cursor, nothing after it
+        // (what a long line leaves); other rows keep to the emulator.
+        let col = usize::from(col);
+        if model.cells[..col].contains(&0) || model.cells[col..].iter().any(|&c| c != 0) {
+            return None;
+        }
+        model.cursor = col;
+        Some(model)
     }
 
     /// Runs the model over as many bytes as it covers; returns how many. Finished lines reach
@@ -145,19 +174,88 @@ impl Terminal {
         used
     }
 
+    /// A run of printable ASCII at the start of `bytes` that goes past the right margin and
+    /// scrolls at least a screenful of wrapped rows: the text of the rows that scroll off goes
+    /// into the transcript directly (as the unfinished line they are), and the emulator draws
+    /// only the last screenful. Returns how many bytes it took (0: the run is too short; the
+    /// emulator takes it).
+    ///
+    /// The emulator ends exactly as if it had drawn every character: the rows of the old
+    /// screen scroll off through it (their own wrap state and text go to the transcript the
+    /// usual way), then the screen is drawn from its top-left corner with the run's last
+    /// `rows - 1` full rows and its last partial row. The run never ends in the last column (the
+    /// emulator's pending-wrap state there is not a cursor position): its last character is
+    /// then left for the emulator.
+    fn wrap_run(&mut self, bytes: &[u8]) -> usize {
+        let Some(model) = self.model.as_ref() else {
+            return 0;
+        };
+        let (rows, cols) = self.parser.screen().size();
+        let (rows, cols) = (usize::from(rows.get()), usize::from(cols.get()));
+        let c = model.cursor;
+        // (vt100 never marks a wrap on a one-row screen.)
+        if rows < 2 || cols < 2 || c >= cols {
+            return 0;
+        }
+        let run = bytes
+            .iter()
+            .position(|b| !(0x20..=0x7e).contains(b))
+            .unwrap_or(bytes.len());
+        // Characters that fill the model's row, then those after the first wrap.
+        let first = cols - c;
+        let Some(mut after) = run.checked_sub(first).filter(|&k| k > 0) else {
+            return 0;
+        };
+        if after % cols == 0 {
+            after -= 1;
+        }
+        let last = after % cols; // on the new bottom row, 1..cols-1
+        let full = 1 + (after - last) / cols; // rows that wrap, the model's own included
+        if after == 0 || full < rows {
+            return 0;
+        }
+        let text = &bytes[..first + after];
+        // The model's row on the emulator's bottom row, then the old screen scrolled off.
+        self.sync();
+        let mut out = vec![b'\n'; rows - 1];
+        // The model's row, now on top, is wiped unseen: its text goes in with the run's.
+        out.extend_from_slice(b"\x1b[0m\x1b[H\x1b[2K");
+        self.draw(&out);
+        let gone = first + (full - rows) * cols; // the run's text in rows that scrolled off
+        let mut line = row_text(&model_cells(self.model.as_ref(), c));
+        line.push_str(std::str::from_utf8(&text[..gone]).unwrap_or_default());
+        self.parser.callbacks_mut().push_text(&line, false);
+        let mut out = self.model.as_ref().map_or_else(Vec::new, |m| m.sgr.clone());
+        out.extend_from_slice(&text[gone..]);
+        self.draw(&out);
+        debug_assert_eq!(self.parser.callbacks().discard, 0);
+        if let Some(model) = self.model.as_mut() {
+            model.next_row();
+            model.cells[..last].copy_from_slice(&text[text.len() - last..]);
+            model.cursor = last;
+            model.last = None;
+        }
+        self.last_printed = text.last().map(|&b| char::from(b));
+        text.len()
+    }
+
     /// Makes the emulator's bottom row, cursor and attributes match the model.
     fn sync(&mut self) {
         let Some(model) = &self.model else { return };
-        let mut out = b"\x1b[0m".to_vec();
-        if !model.is_fresh() {
-            out.extend_from_slice(b"\r\x1b[2K");
-            model.draw(&mut out);
-            out.push(b'\r');
-            if model.cursor > 0 {
-                out.extend_from_slice(format!("\x1b[{}C", model.cursor).as_bytes());
-            }
+        // Always redrawn: a row the model emptied (`\r\x1b[K`) may still show text in the
+        // emulator (a row taken over, or left by a bulk wrap).
+        let mut out = b"\x1b[0m\r\x1b[2K".to_vec();
+        model.draw(&mut out);
+        out.push(b'\r');
+        if model.cursor > 0 {
+            out.extend_from_slice(format!("\x1b[{}C", model.cursor).as_bytes());
         }
         out.extend_from_slice(&model.sgr);
         self.draw(&out);
     }
+}
+
+/// The model's cells before column `c` (its row as the run found it).
+fn model_cells(model: Option<&LineModel>, c: usize) -> Vec<u8> {
+    model.map_or_else(Vec::new, |m| m.cells[..c.min(m.cells.len())].to_vec())
 }

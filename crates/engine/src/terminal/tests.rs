@@ -237,3 +237,48 @@ fn finishing_makes_every_line_final_and_keeps_the_last_screen() {
     assert_eq!(t.text(), "before");
     assert!(t.screen().alternate_screen);
 }
+
+#[test]
+fn a_terminal_nothing_was_fed_shows_what_a_fresh_emulator_shows() {
+    let fresh = Terminal::new(120, 40, 1 << 20, 1 << 16);
+    let mut born = Terminal::new(120, 40, 1 << 20, 1 << 16);
+    born.feed(b"\x1b[0m");
+    assert_eq!(fresh.screen(), born.screen());
+    assert_eq!(fresh.text(), born.text());
+    assert_eq!(fresh.total_lines(), born.total_lines());
+    // A resize before the first output is the size the emulator is born with.
+    let mut resized = Terminal::new(120, 40, 1 << 20, 1 << 16);
+    resized.resize(30, 5);
+    resized.feed(b"\x1b[18t");
+    assert_eq!(resized.take_replies(), b"\x1b[8;5;30t");
+    assert_eq!(resized.screen().rows.len(), 5);
+    let mut finished = Terminal::new(20, 3, 1 << 20, 1 << 16);
+    finished.finish();
+    assert_eq!(finished.screen().rows, vec![String::new(); 3]);
+}
+
+#[test]
+fn final_lines_are_events_in_the_order_the_transcript_gets_them() {
+    let mut t = Terminal::new(10, 3, 1 << 20, 1 << 16);
+    t.feed(b"b1\r\nb2\r\nb3\r\nb4\r\n");
+    let before = usize::try_from(t.final_end()).unwrap_or(0);
+    assert_eq!(before, 2, "b1 and b2 scrolled off");
+    t.emit_final_lines();
+    let mut taken = Vec::new();
+    for chunk in [
+        &b"one\r\ntwo\r\nthree\r\nfour\r\n"[..],
+        b"\x1b[2J",
+        b"a long line wraps",
+    ] {
+        t.feed(chunk);
+        taken.extend(t.take_final_lines());
+    }
+    t.finish();
+    taken.extend(t.take_final_lines());
+    assert!(t.take_final_lines().is_empty());
+    let all: Vec<String> = t.text().lines().map(str::to_owned).collect();
+    // Every line final after the listening began (b3 and b4 were still on screen), none
+    // before, none twice.
+    assert_eq!(taken, all[before..]);
+    assert_eq!(taken[..2], ["b3", "b4"]);
+}

@@ -23,20 +23,21 @@ struct Person {
 impl Person {
     fn attach(state: &Path, id: &str) -> Self {
         let (mut master, mut slave) = (0, 0);
-        let ws = libc::winsize {
+        let mut ws = libc::winsize {
             ws_row: 30,
             ws_col: 100,
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
-        // SAFETY: openpty writes two fds into the pointers; name and termios may be null.
+        // SAFETY: openpty writes two fds into the pointers; name and termios may be null. (The
+        // pointers are `*mut` because macOS declares them so; Linux takes `*const`.)
         let r = unsafe {
             libc::openpty(
                 &mut master,
                 &mut slave,
                 std::ptr::null_mut(),
-                std::ptr::null(),
-                &ws,
+                std::ptr::null_mut(),
+                &raw mut ws,
             )
         };
         assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());

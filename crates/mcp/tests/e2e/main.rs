@@ -9,6 +9,7 @@ mod environment;
 mod input;
 mod keys;
 mod lifecycle;
+mod limits;
 mod persist;
 mod processes;
 #[path = "../common/procs.rs"]

@@ -144,7 +144,13 @@ impl Server {
 
     /// Starts `ptyjobs` with `args` and connects a client speaking `dialect`.
     pub async fn start_as(args: &[&str], dialect: Dialect) -> Self {
-        Self::start_full(args, None, &[], dialect).await
+        Self::start_full(args, None, &[], dialect, None).await
+    }
+
+    /// Starts `ptyjobs` with `args` under an open-files limit of `soft` (and `hard`), as a
+    /// login shell's `ulimit -n` would leave it.
+    pub async fn start_fd_limited(args: &[&str], soft: u64, hard: u64) -> Self {
+        Self::start_full(args, None, &[], Dialect::default(), Some((soft, hard))).await
     }
 
     /// Starts `ptyjobs` with `args` and these environment variables.
@@ -171,7 +177,7 @@ impl Server {
         log_filter: Option<&str>,
         env: &[(&str, &std::path::Path)],
     ) -> Self {
-        Self::start_full(args, log_filter, env, Dialect::default()).await
+        Self::start_full(args, log_filter, env, Dialect::default(), None).await
     }
 
     async fn start_full(
@@ -179,9 +185,25 @@ impl Server {
         log_filter: Option<&str>,
         env: &[(&str, &std::path::Path)],
         dialect: Dialect,
+        fd_limit: Option<(u64, u64)>,
     ) -> Self {
         let mut cmd = tokio::process::Command::new(BIN);
         cmd.args(args);
+        if let Some((soft, hard)) = fd_limit {
+            let limit = libc::rlimit {
+                rlim_cur: soft as libc::rlim_t,
+                rlim_max: hard as libc::rlim_t,
+            };
+            // SAFETY: setrlimit is async-signal-safe and touches only the child's limits.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }

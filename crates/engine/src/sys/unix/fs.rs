@@ -51,8 +51,9 @@ impl Meta {
     }
 }
 
-/// Mode bits that would let someone else plant files: group and other write.
-const FOREIGN_WRITE: u32 = 0o022;
+/// Mode bits that would let someone else plant files: group and other write. (`RawMode`:
+/// `st_mode` is a `u32` on Linux and a `u16` on macOS.)
+const FOREIGN_WRITE: rustix::fs::RawMode = 0o022;
 
 fn io(e: rustix::io::Errno) -> std::io::Error {
     e.into()

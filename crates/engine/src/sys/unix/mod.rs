@@ -2,7 +2,9 @@
 //! session leader whose controlling terminal is the PTY.
 
 pub(crate) mod fs;
+pub(crate) mod limits;
 pub(crate) mod pty;
+mod reactor;
 pub(crate) mod sig;
 pub(crate) mod spawn;
 pub(crate) mod tree;

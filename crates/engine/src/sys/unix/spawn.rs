@@ -13,8 +13,11 @@
 //! signals only the leader, blocks on kill, and its writer sends `\n` + ^D when dropped.
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsString};
+#[cfg(target_os = "linux")]
+use std::ffi::CString;
+use std::ffi::OsString;
 use std::os::fd::OwnedFd;
+#[cfg(target_os = "linux")]
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -38,16 +41,17 @@ pub(crate) struct SpawnSpec {
     /// Given to the job as `PTYJOBS_JOB_ID`: how its processes are recognised, even those that
     /// leave its session.
     pub job_id: crate::job::JobId,
+    /// The manager's base environment ([`BaseEnv`]).
+    pub base_env: std::sync::Arc<BaseEnv>,
 }
 
 /// A started child: its pid (= process group = session id), its tree (the group) and the PTY
-/// master, twice (one for writes and resizes, one for the reader), both made before the child
+/// master (one descriptor shared by the reactor, writes and resizes), made before the child
 /// started.
 pub(crate) struct Spawned {
     pub pid: u32,
     pub tree: Tree,
     pub master: OwnedFd,
-    pub reader: OwnedFd,
 }
 
 /// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
@@ -55,55 +59,77 @@ pub(crate) struct Spawned {
 pub(crate) const NO_EDITOR: &str = "sh -c 'echo \"ptyjobs: no interactive editor in a background job; \
 pass the text on the command line (git commit -m ...)\" >&2; exit 1'";
 
-/// The environment every job gets on top of the server's: a capable terminal, no pager, no
-/// editor to hang in, and its own id (`PTYJOBS_JOB_ID`).
+/// The environment every job starts from: the server's (without `COLUMNS`/`LINES`, which
+/// would contradict the job's own size), plus a capable terminal, no pager and no editor to hang
+/// in. Built once per manager — reading and copying the whole environment on every spawn was
+/// part of each start's cost — so changes to the server's environment after the manager was made
+/// do not reach jobs.
+#[derive(Debug)]
+pub(crate) struct BaseEnv {
+    vars: BTreeMap<OsString, OsString>,
+    /// `KEY=value` of each entry of `vars`, in the same order, ready for `posix_spawn`.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    entries: Vec<CString>,
+}
+
+impl BaseEnv {
+    /// The base environment as of now.
+    pub(crate) fn capture() -> Self {
+        let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
+            .filter(|(k, _)| k != "COLUMNS" && k != "LINES" && k != crate::procs::JOB_ID_ENV)
+            .collect();
+        for (k, v) in [
+            ("TERM", "xterm-256color"),
+            ("COLORTERM", "truecolor"),
+            ("PAGER", "cat"),
+            ("GIT_PAGER", "cat"),
+            ("GIT_EDITOR", NO_EDITOR),
+            ("EDITOR", NO_EDITOR),
+            ("VISUAL", NO_EDITOR),
+        ] {
+            vars.insert(k.into(), v.into());
+        }
+        // The environment holds no NUL bytes; an entry that did could not be passed on.
+        vars.retain(|k, v| !k.as_bytes().contains(&0) && !v.as_bytes().contains(&0));
+        let entries = vars
+            .iter()
+            .filter_map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
+            .collect();
+        Self { vars, entries }
+    }
+}
+
+/// The environment of one job: the base, then the job's own `env`, then its id
+/// (`PTYJOBS_JOB_ID`), which neither the server's environment nor the job's can change.
+#[cfg(not(target_os = "linux"))]
 fn job_env(
+    base: &BaseEnv,
     extra: &BTreeMap<String, String>,
     job_id: crate::job::JobId,
 ) -> BTreeMap<OsString, OsString> {
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
-        .filter(|(k, _)| k != "COLUMNS" && k != "LINES")
-        .collect();
-    for (k, v) in [
-        ("TERM", "xterm-256color"),
-        ("COLORTERM", "truecolor"),
-        ("PAGER", "cat"),
-        ("GIT_PAGER", "cat"),
-        ("GIT_EDITOR", NO_EDITOR),
-        ("EDITOR", NO_EDITOR),
-        ("VISUAL", NO_EDITOR),
-    ] {
-        env.insert(k.into(), v.into());
-    }
+    let mut env = base.vars.clone();
     for (k, v) in extra {
         env.insert(k.into(), v.into());
     }
-    // Last, so that neither the server's environment nor the job's own can change it.
     env.insert(crate::procs::JOB_ID_ENV.into(), job_id.to_string().into());
     env
 }
 
+#[cfg(target_os = "linux")]
 fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
     CString::new(bytes).map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
 }
 
 /// Starts `spec` on a new PTY. Everything that can fail for want of resources (the PTY, its
-/// second descriptor, its flags) is done before the child starts, so a failure leaves no child.
+/// flags) is done before the child starts, so a failure leaves no child.
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
     pty::set_nonblocking(&master)?;
-    let reader = master.try_clone().map_err(|e| match e.raw_os_error() {
-        Some(libc::EMFILE | libc::ENFILE) => Error::LimitReached(format!(
-            "no file descriptor left for a new job ({e}); kill or wait for some jobs"
-        )),
-        _ => Error::Io(e),
-    })?;
     let pid = start(spec, &slave_path)?;
     Ok(Spawned {
         pid,
         tree: Tree::new(pid),
         master,
-        reader,
     })
 }
 
@@ -131,15 +157,32 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         cstring(b"-c", "")?,
         cstring(spec.command.as_bytes(), "command")?,
     ];
-    let env: Vec<CString> = job_env(&spec.env, spec.job_id)
-        .into_iter()
-        .map(|(k, v)| cstring(&[k.as_bytes(), b"=", v.as_bytes()].concat(), "environment"))
+    // The base environment, less what the job's own `env` replaces, then that, then the id.
+    let own: Vec<CString> = spec
+        .env
+        .iter()
+        .filter(|(k, _)| *k != crate::procs::JOB_ID_ENV)
+        .map(|(k, v)| cstring(format!("{k}={v}").as_bytes(), "environment"))
+        .chain(std::iter::once(cstring(
+            format!("{}={}", crate::procs::JOB_ID_ENV, spec.job_id).as_bytes(),
+            "environment",
+        )))
         .collect::<Result<_>>()?;
+    let base = &spec.base_env;
+    let inherited = base
+        .vars
+        .keys()
+        .zip(&base.entries)
+        .filter(|(k, _)| k.to_str().is_none_or(|k| !spec.env.contains_key(k)))
+        .map(|(_, e)| e);
     let slave = cstring(slave_path.as_bytes(), "terminal path")?;
     let cwd = cstring(spec.cwd.as_os_str().as_bytes(), "cwd")?;
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(null_mut());
-    let mut envp: Vec<*mut libc::c_char> = env.iter().map(|e| e.as_ptr().cast_mut()).collect();
+    let mut envp: Vec<*mut libc::c_char> = inherited
+        .chain(&own)
+        .map(|e| e.as_ptr().cast_mut())
+        .collect();
     envp.push(null_mut());
 
     let check = |rc: libc::c_int, what: &str| {
@@ -251,7 +294,7 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         .arg(&spec.command)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(job_env(&spec.env, spec.job_id))
+        .envs(job_env(&spec.base_env, &spec.env, spec.job_id))
         .stdin(Stdio::from(slave.try_clone()?))
         .stdout(Stdio::from(slave.try_clone()?))
         .stderr(Stdio::from(slave));

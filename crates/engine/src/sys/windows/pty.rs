@@ -18,7 +18,8 @@ use windows_sys::Win32::System::Console::{COORD, ClosePseudoConsole, HPCON, Resi
 use windows_sys::Win32::System::Pipes::PeekNamedPipe;
 use windows_sys::Win32::System::Threading::{GetExitCodeProcess, WaitForSingleObject};
 
-pub(crate) use crate::sys::{ExitInfo, IDLE, Sink};
+pub(crate) use crate::pipeline::ExitInfo;
+use crate::pipeline::{IDLE, Lane};
 
 use crate::error::{Error, Result};
 use crate::job::JobId;
@@ -57,16 +58,11 @@ impl Drop for Console {
     }
 }
 
-/// The handle writes and resizes go through: the console's input pipe and the console.
+/// A job's console as its holders see it: the input pipe (writes), the output pipe (the
+/// reader's) and the console itself (resizes; closed by the reader once the shell exited).
 #[derive(Debug)]
 pub(crate) struct Master {
     pub(crate) input: OwnedHandle,
-    pub(crate) console: Arc<Console>,
-}
-
-/// What the reader thread owns: the console's output pipe, and the console to close.
-#[derive(Debug)]
-pub(crate) struct Reader {
     pub(crate) output: OwnedHandle,
     pub(crate) console: Arc<Console>,
 }
@@ -95,19 +91,21 @@ pub(crate) fn set_size(master: &Master, cols: u16, rows: u16) -> Result<()> {
     Ok(())
 }
 
-/// Starts the reader thread of a job (see the module docs). After the shell exits, output is
-/// drained for at most `drain`; what is left of the tree then is ended.
+/// Starts the reader thread of a job (see the module docs): it hands what it reads to `lane`
+/// (waiting while the lane is full: back-pressure), and the exit last. After the shell exits,
+/// output is drained for at most `drain`; what is left of the tree then is ended.
 pub(crate) fn start_reader(
     leader: Arc<Leader>,
     _id: JobId,
-    reader: Reader,
+    master: Arc<Master>,
     drain: Duration,
-    sink: impl Sink,
+    lane: Arc<Lane>,
 ) -> Result<()> {
+    crate::pipeline::start_workers()?;
     std::thread::Builder::new()
         .name(format!("ptyjobs-job-{}", leader.pid))
         .stack_size(256 * 1024)
-        .spawn(move || read_loop(&leader, reader, drain, &sink))?;
+        .spawn(move || read_loop(&leader, &master, drain, &lane))?;
     Ok(())
 }
 
@@ -159,15 +157,12 @@ fn exited(leader: &Leader, wait: Duration) -> Option<ExitInfo> {
     Some(ExitInfo::Code(code as i32))
 }
 
-fn read_loop(leader: &Arc<Leader>, reader: Reader, drain: Duration, sink: &impl Sink) {
-    sink.start();
+fn read_loop(leader: &Arc<Leader>, reader: &Master, drain: Duration, lane: &Arc<Lane>) {
     let mut buf = vec![0u8; READ_BUF];
     let mut exit: Option<ExitInfo> = None;
     let mut drain_until: Option<Instant> = None;
     let mut ended_leftovers = false;
     let mut last_data: Option<Instant> = None;
-    let mut quiet_since = Instant::now();
-    let mut quiet_due = Some(quiet_since);
     loop {
         let eof = match available(&reader.output) {
             None => true,
@@ -176,10 +171,8 @@ fn read_loop(leader: &Arc<Leader>, reader: Reader, drain: Duration, sink: &impl 
                 let want = (n as usize).min(buf.len());
                 match read(&reader.output, &mut buf[..want]) {
                     Some(got) => {
-                        sink.data(&buf[..got]);
+                        lane.push_blocking(&buf[..got]);
                         last_data = Some(Instant::now());
-                        quiet_since = Instant::now();
-                        quiet_due = Some(quiet_since);
                         continue;
                     }
                     None => true,
@@ -215,21 +208,12 @@ fn read_loop(leader: &Arc<Leader>, reader: Reader, drain: Duration, sink: &impl 
             ended_leftovers = true;
             drain_until = Some(Instant::now() + Duration::from_secs(1));
         }
-        if exit.is_some() {
-            quiet_due = None;
-        }
-        if let Some(at) = quiet_due
-            && Instant::now() >= at
-        {
-            quiet_due = sink
-                .quiet(quiet_since.elapsed())
-                .map(|d| Instant::now() + d);
-        }
+        // (No quiet probes: a console does not tell which process waits for input.)
         if let Some(at) = last_data
             && at.elapsed() >= IDLE
         {
             last_data = None;
-            sink.idle();
+            lane.idle();
         }
     }
     let exit = exit.unwrap_or(ExitInfo::Code(-1));
@@ -240,8 +224,7 @@ fn read_loop(leader: &Arc<Leader>, reader: Reader, drain: Duration, sink: &impl 
         }
         Some(())
     });
-    drop(reader);
-    sink.exited(exit);
+    lane.exit(exit);
 }
 
 /// What a console is typed: a newline (`\n` or `\r\n`) becomes Enter (`\r`), which is what

@@ -35,7 +35,7 @@ use windows_sys::Win32::System::Threading::{
     TerminateProcess, UpdateProcThreadAttribute, WaitForSingleObject,
 };
 
-use super::pty::{Console, Master, Reader};
+use super::pty::{Console, Master};
 use super::tree::Tree;
 use super::wide;
 use crate::error::{Error, Result};
@@ -55,15 +55,16 @@ pub(crate) struct SpawnSpec {
     pub rows: u16,
     /// Given to the job as `PTYJOBS_JOB_ID`.
     pub job_id: crate::job::JobId,
+    /// The manager's base environment ([`BaseEnv`]).
+    pub base_env: Arc<BaseEnv>,
 }
 
-/// A started child: its pid, its tree (the Job Object), the console's input side (writes,
-/// resizes) and its output side (the reader's).
+/// A started child: its pid, its tree (the Job Object) and the console's two pipes (one
+/// handle shared by the reader, writes and resizes).
 pub(crate) struct Spawned {
     pub pid: u32,
     pub tree: Tree,
     pub master: Master,
-    pub reader: Reader,
 }
 
 /// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
@@ -71,28 +72,45 @@ pub(crate) struct Spawned {
 pub(crate) const NO_EDITOR: &str = "cmd.exe /d /c \"echo ptyjobs: no interactive editor in a \
 background job; pass the text on the command line (git commit -m ...) 1>&2 & exit /b 1\"";
 
-/// The environment every job gets on top of the server's: no pager, no editor to hang in, and
-/// its own id (`PTYJOBS_JOB_ID`). `TERM` is not set on Windows (and one inherited is dropped):
-/// console programs do not read it, and ports of Unix tools would take it as a promise.
+/// The environment every job starts from: the server's (without `COLUMNS`/`LINES`, and without
+/// `TERM`/`COLORTERM`: console programs do not read them, and ports of Unix tools would take
+/// them as a promise), plus no pager and no editor to hang in. Built once per manager.
+#[derive(Debug)]
+pub(crate) struct BaseEnv {
+    vars: BTreeMap<OsString, OsString>,
+}
+
+impl BaseEnv {
+    /// The base environment as of now.
+    pub(crate) fn capture() -> Self {
+        let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
+            .filter(|(k, _)| {
+                let k = k.to_string_lossy().to_ascii_uppercase();
+                !matches!(k.as_str(), "COLUMNS" | "LINES" | "TERM" | "COLORTERM")
+                    && k != crate::procs::JOB_ID_ENV
+            })
+            .collect();
+        for (k, v) in [
+            ("GIT_PAGER", "cat"),
+            ("PAGER", "cat"),
+            ("GIT_EDITOR", NO_EDITOR),
+            ("EDITOR", NO_EDITOR),
+            ("VISUAL", NO_EDITOR),
+        ] {
+            vars.insert(k.into(), v.into());
+        }
+        Self { vars }
+    }
+}
+
+/// The environment of one job: the base, then the job's own `env`, then its id
+/// (`PTYJOBS_JOB_ID`), which neither the server's environment nor the job's can change.
 fn job_env(
+    base: &BaseEnv,
     extra: &BTreeMap<String, String>,
     job_id: crate::job::JobId,
 ) -> BTreeMap<OsString, OsString> {
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
-        .filter(|(k, _)| {
-            let k = k.to_string_lossy().to_ascii_uppercase();
-            !matches!(k.as_str(), "COLUMNS" | "LINES" | "TERM" | "COLORTERM")
-        })
-        .collect();
-    for (k, v) in [
-        ("GIT_PAGER", "cat"),
-        ("PAGER", "cat"),
-        ("GIT_EDITOR", NO_EDITOR),
-        ("EDITOR", NO_EDITOR),
-        ("VISUAL", NO_EDITOR),
-    ] {
-        env.insert(k.into(), v.into());
-    }
+    let mut env = base.vars.clone();
     for (k, v) in extra {
         env.insert(k.into(), v.into());
     }
@@ -306,7 +324,7 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
         quote(&shell_line)
     );
     let mut cmdline = wide(OsStr::new(&line));
-    let env = env_block(&job_env(&spec.env, spec.job_id));
+    let env = env_block(&job_env(&spec.base_env, &spec.env, spec.job_id));
     let cwd = wide(spec.cwd.as_os_str());
     // SAFETY: zeroed plain-data structs; the sizes and the attribute list are set below.
     let mut si: STARTUPINFOEXW = unsafe { std::mem::zeroed() };
@@ -367,9 +385,6 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
         tree: Tree::new(job, process),
         master: Master {
             input: in_write,
-            console: console.clone(),
-        },
-        reader: Reader {
             output: out_read,
             console,
         },

@@ -1,0 +1,129 @@
+// The platforms this machine builds for but cannot run: macOS and Windows.
+// - clippy for aarch64-apple-darwin (every crate, tests included) is clean: clippy type-checks
+//   without linking, so the macOS code paths (`cfg(not(target_os = "linux"))`) are checked here.
+// - the macOS arm64 server and addon link here through cargo-zigbuild (no SDK) and are what a
+//   Mac loads: Mach-O arm64, an executable and a dylib, system libraries only, macOS 11 or older.
+//   Built in the dev profile: a cold release build of one macOS target (server + addon) took
+//   ~8 min per binary on the 2-core build machine, the dev build of both ~6 min cold and seconds
+//   warm. x86_64-apple-darwin and the release builds are checked by `npm run build:packages`
+//   (the same header check, scripts/binfmt.mjs) and on the release workflow's Macs.
+// - whatever platform packages `npm run build:packages` left in npm/ are of their platform.
+// - the main package's binding loader finds the win32-x64-gnu addon on Windows x64.
+// Each needs a tool (a rustup target, cargo-zigbuild); without it the test says why it skips.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, writeFileSync, cpSync } from 'node:fs'
+import { join } from 'node:path'
+import { ROOT, NPM_DIR, HOST_TRIPLE, HOST_BINARY, platform, Cleanup } from './helpers/npm.mjs'
+import { describeBinary, checkBinary, expectedFormat } from '../scripts/binfmt.mjs'
+import { buildEnv, MACOS_DEPLOYMENT_TARGET } from '../scripts/cross.mjs'
+
+const MAC = 'aarch64-apple-darwin'
+const CRATES = ['-p', 'ptyjobs-engine', '-p', 'ptyjobs-mcp', '-p', 'ptyjobs-node']
+
+function capture (cmd, args) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' })
+  return r.status === 0 ? r.stdout : null
+}
+
+/** Why the macOS target cannot be checked here, or null. */
+function macTargetMissing () {
+  const installed = capture('rustup', ['target', 'list', '--installed'])
+  if (installed === null) return 'rustup is not available'
+  if (!installed.split('\n').includes(MAC)) return `the Rust target ${MAC} is not installed (rustup target add ${MAC})`
+  return null
+}
+
+function cargo (args, env = {}) {
+  const r = spawnSync('cargo', args, { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 256 << 20 })
+  assert.equal(r.status, 0, `cargo ${args.join(' ')} failed:\n${(r.stderr || '').slice(-8000)}`)
+  return r
+}
+
+let targetDir
+function cargoTargetDir () {
+  if (!targetDir) targetDir = process.env.CARGO_TARGET_DIR || JSON.parse(capture('cargo', ['metadata', '--format-version', '1', '--no-deps'])).target_directory
+  return targetDir
+}
+
+test('clippy is clean for macOS (aarch64-apple-darwin), tests included', (t) => {
+  const missing = macTargetMissing()
+  if (missing) return t.skip(missing)
+  const started = Date.now()
+  cargo(['clippy', '--target', MAC, ...CRATES, '--all-targets', '--', '-D', 'warnings'])
+  t.diagnostic(`clippy --target ${MAC}: ${((Date.now() - started) / 1000).toFixed(0)} s`)
+})
+
+test('the macOS arm64 server and addon link here (zig, no SDK) as what a Mac loads', (t) => {
+  const missing = macTargetMissing() || (spawnSync('cargo', ['zigbuild', '--help'], { stdio: 'ignore' }).status === 0 ? null : 'cargo-zigbuild is not installed (cargo install cargo-zigbuild; pip install ziglang)')
+  if (missing) return t.skip(missing)
+  const started = Date.now()
+  cargo(['zigbuild', '--target', MAC, '-p', 'ptyjobs-mcp', '--bin', 'ptyjobs', '-p', 'ptyjobs-node', '--lib'], buildEnv(MAC, {}))
+  t.diagnostic(`cargo zigbuild --target ${MAC} (dev): ${((Date.now() - started) / 1000).toFixed(0)} s`)
+  const dir = join(cargoTargetDir(), MAC, 'debug')
+  const target = platform.TARGETS['darwin-arm64']
+  const want = { maxMinOs: MACOS_DEPLOYMENT_TARGET[MAC] }
+  const server = checkBinary(join(dir, 'ptyjobs'), target, 'server', want)
+  assert.deepEqual([server.format, server.cpu, server.kind], ['mach-o', 'arm64', 'executable'])
+  // A Node addon is a dylib whose napi_* symbols are looked up in the node process at load
+  // time (-undefined dynamic_lookup, set by napi-build): without it, it would not have linked.
+  const addon = checkBinary(join(dir, 'libptyjobs_node.dylib'), target, 'addon', want)
+  assert.deepEqual([addon.format, addon.cpu, addon.kind], ['mach-o', 'arm64', 'dylib'])
+  assert.ok(server.dylibs.includes('/usr/lib/libSystem.B.dylib'), server.dylibs.join(' '))
+  // The same file is refused as the other CPU's, and as a Linux or Windows one.
+  assert.throws(() => checkBinary(join(dir, 'ptyjobs'), platform.TARGETS['darwin-x64'], 'server'), /CPU arm64, expected x64/)
+  assert.throws(() => checkBinary(join(dir, 'ptyjobs'), platform.TARGETS['linux-arm64-gnu'], 'server'), /format mach-o, expected elf/)
+  assert.throws(() => checkBinary(join(dir, 'ptyjobs'), target, 'addon'), /kind executable, expected dylib or bundle/)
+})
+
+test('the header reader knows the host binary', () => {
+  assert.ok(existsSync(HOST_BINARY), `${HOST_BINARY} is missing: run npm run build:packages:host (the root build does)`)
+  const host = platform.TARGETS[HOST_TRIPLE]
+  const got = checkBinary(HOST_BINARY, host, 'server')
+  assert.equal(got.cpu, process.arch)
+  const addon = join(NPM_DIR, HOST_TRIPLE, `ptyjobs.${HOST_TRIPLE}.node`)
+  assert.ok(expectedFormat(host, 'addon').kinds.includes(checkBinary(addon, host, 'addon').kind))
+  assert.match(describeBinary(join(NPM_DIR, 'ptyjobs', 'package.json')).format, /^unknown/)
+})
+
+test('every platform package in npm/ is of its own platform', (t) => {
+  const seen = []
+  const absent = []
+  for (const [triple, target] of Object.entries(platform.TARGETS)) {
+    for (const [file, role] of [[platform.binaryName(target.os), 'server'], [`ptyjobs.${triple}.node`, 'addon']]) {
+      const path = join(NPM_DIR, triple, file)
+      if (!existsSync(path)) { absent.push(`${triple}/${file}`); continue }
+      const got = checkBinary(path, target, role, { maxMinOs: MACOS_DEPLOYMENT_TARGET[target.server] })
+      seen.push(`${triple}/${file}: ${got.format} ${got.cpu} ${got.kind}`)
+    }
+  }
+  t.diagnostic(`checked: ${seen.join('; ')}`)
+  if (absent.length) t.diagnostic(`not built here (npm run build:packages builds them): ${absent.join(', ')}`)
+  assert.ok(seen.length >= 2, 'at least the host package is built (npm run build:packages:host)')
+})
+
+test('the binding loader loads the win32-x64-gnu package on Windows x64, and leaves no override behind', async () => {
+  const cleanup = new Cleanup()
+  try {
+    const dir = cleanup.dir('ptyjobs-win32-loader-')
+    const nm = join(dir, 'node_modules')
+    assert.ok(existsSync(join(NPM_DIR, 'ptyjobs', 'index.js')), 'npm/ptyjobs/index.js is missing: run npm run build:packages:host')
+    cpSync(join(NPM_DIR, 'ptyjobs'), join(nm, 'ptyjobs'), { recursive: true })
+    // A stand-in for the addon (a real .node cannot be loaded here): a module with the exports.
+    const gnu = join(nm, 'ptyjobs-win32-x64-gnu')
+    mkdirSync(gnu)
+    writeFileSync(join(gnu, 'package.json'), JSON.stringify({ name: 'ptyjobs-win32-x64-gnu', version: '0.0.0', main: 'fake.js' }))
+    writeFileSync(join(gnu, 'fake.js'), "module.exports = { JobManager: class JobManager {}, fromGnuPackage: true }\n")
+    const preload = join(dir, 'windows.cjs')
+    writeFileSync(preload, "Object.defineProperty(process, 'platform', { value: 'win32' }); Object.defineProperty(process, 'arch', { value: 'x64' })\n")
+    const script = "const b = require('ptyjobs'); process.stdout.write(JSON.stringify({ gnu: b.fromGnuPackage === true, manager: typeof b.JobManager, override: process.env.NAPI_RS_NATIVE_LIBRARY_PATH ?? null }))"
+    const env = { ...process.env }
+    delete env.NAPI_RS_NATIVE_LIBRARY_PATH
+    const r = spawnSync(process.execPath, ['--require', preload, '-e', script], { cwd: dir, encoding: 'utf8', env })
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), { gnu: true, manager: 'function', override: null })
+  } finally {
+    await cleanup.run()
+  }
+})
