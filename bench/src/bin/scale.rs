@@ -164,10 +164,16 @@ fn main() {
     let (rss2, thr2, fd2) = (rss_mb(pid), proc_status(pid, "Threads"), fd_count(pid));
 
     let t = Instant::now();
-    for _ in 0..short {
+    // The fds of a warm server: after its first short job, what it keeps for good (the spare
+    // job directory, the I/O reactor's poller) is open; a leak shows as growth beyond this.
+    let mut fd_warm = fd0;
+    for i in 0..short {
         let r = pj.tool("execute_command", json!({"command": "true"}));
         let w = pj.tool("wait_for_job", json!({"job_id": r["job_id"]}));
         assert_eq!(w["status"], "completed", "{w}");
+        if i == 0 {
+            fd_warm = fd_warm.max(fd_count(pid));
+        }
     }
     let short_time = t.elapsed();
     let t = Instant::now();
@@ -274,8 +280,8 @@ fn main() {
         "{}",
         target_row(
             &format!("fds back at baseline after {short} jobs"),
-            &format!("{fd3} vs {fd0} at rest"),
-            fd3 <= fd0
+            &format!("{fd3} vs {fd_warm} after the first one ({fd0} at rest)"),
+            fd3 <= fd_warm
         )
     );
     println!();

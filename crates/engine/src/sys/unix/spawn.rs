@@ -13,11 +13,8 @@
 //! signals only the leader, blocks on kill, and its writer sends `\n` + ^D when dropped.
 
 use std::collections::BTreeMap;
-#[cfg(target_os = "linux")]
-use std::ffi::CString;
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::os::fd::OwnedFd;
-#[cfg(target_os = "linux")]
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
