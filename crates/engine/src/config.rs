@@ -9,7 +9,8 @@ pub const MAX_KILL_GRACE: Duration = Duration::from_secs(60);
 /// Limits and defaults of a [`crate::JobManager`]. `Default` gives the documented values.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// The shell that runs each command as `<shell> -c <command>`. Default `/bin/sh`.
+    /// The shell that runs each command as `<shell> -c <command>` (Windows: `cmd.exe /d /s /c`,
+    /// or `-Command` for PowerShell). Default `/bin/sh` (Windows: `cmd.exe`).
     pub shell: PathBuf,
     /// Default terminal width for jobs that do not give one. Default 120.
     pub cols: u16,
@@ -46,7 +47,7 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            shell: PathBuf::from("/bin/sh"),
+            shell: PathBuf::from(crate::sys::spawn::DEFAULT_SHELL),
             cols: 120,
             rows: 40,
             max_running: 32,

@@ -23,7 +23,7 @@
 //!
 //! When it can be wrong is stated on [`InputWait`].
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use crate::sys::pty::Master;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -175,6 +175,7 @@ impl InputWatch {
 
 /// How long after output stops the first [`on_quiet`] call is due (`None`: never, where
 /// nothing can be looked at).
+#[cfg_attr(windows, allow(dead_code))] // the Windows reader asks for no quiet probes
 pub(crate) fn quiet_delay() -> Option<Duration> {
     cfg!(target_os = "linux").then_some(QUIET)
 }
@@ -234,18 +235,9 @@ fn prompt_of(job: &Job) -> String {
 
 /// The process of the terminal's foreground group that waits for input, and whether the
 /// terminal echoes; `None` when none waits (or it cannot be told).
-fn probe(master: &OwnedFd) -> Option<(u32, bool)> {
-    use nix::sys::termios::{LocalFlags, tcgetattr};
-    let echo = tcgetattr(master)
-        .ok()?
-        .local_flags
-        .contains(LocalFlags::ECHO);
-    // SAFETY: tcgetpgrp only reads the descriptor's terminal; the fd is open for the call.
-    let pgrp = unsafe { libc::tcgetpgrp(master.as_raw_fd()) };
-    if pgrp <= 0 {
-        return None;
-    }
-    sys::reader_in_group(pgrp.unsigned_abs()).map(|pid| (pid, echo))
+fn probe(master: &Master) -> Option<(u32, bool)> {
+    let (pgrp, echo) = crate::sys::pty::foreground(master)?;
+    sys::reader_in_group(pgrp).map(|pid| (pid, echo))
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -1,7 +1,6 @@
 //! Talking to a running job: writes, interactions, keys, resizes; and the order of everything
 //! written to a job's input (a caller's writes and the terminal's replies to queries).
 
-use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -48,7 +47,7 @@ struct QueueState {
 
 impl QueueState {
     /// Writes what the terminal takes now of the pending replies.
-    fn flush(&mut self, master: &OwnedFd) {
+    fn flush(&mut self, master: &pty::Master) {
         while !self.pending.is_empty() {
             match pty::write_some(master, &self.pending) {
                 Ok(n) if n > 0 => {
@@ -67,7 +66,7 @@ impl QueueState {
 /// A caller's turn to write; the replies queued meanwhile follow when it ends.
 pub(crate) struct Turn<'a> {
     queue: &'a InputQueue,
-    master: &'a OwnedFd,
+    master: &'a pty::Master,
 }
 
 impl Drop for Turn<'_> {
@@ -82,7 +81,7 @@ impl InputQueue {
     /// Queues the terminal's replies and writes them unless a caller's write is under way.
     /// Called by the job's reader after each batch of output (also with no replies, to retry
     /// what the terminal did not take before).
-    pub(crate) fn reply(&self, master: &OwnedFd, replies: &[u8]) {
+    pub(crate) fn reply(&self, master: &pty::Master, replies: &[u8]) {
         let mut q = lock(&self.state);
         if q.pending.len() + replies.len() <= MAX_PENDING_REPLIES {
             q.pending.extend_from_slice(replies);
@@ -93,14 +92,14 @@ impl InputQueue {
     }
 
     /// Writes what the terminal takes now of the pending replies; true when none is left.
-    fn flush(&self, master: &OwnedFd) -> bool {
+    fn flush(&self, master: &pty::Master) -> bool {
         let mut q = lock(&self.state);
         q.flush(master);
         q.pending.is_empty()
     }
 
     /// Takes the writer's turn if it is free (replies already queued are written first).
-    fn try_turn<'a>(&'a self, master: &'a OwnedFd) -> Option<Turn<'a>> {
+    fn try_turn<'a>(&'a self, master: &'a pty::Master) -> Option<Turn<'a>> {
         let mut q = lock(&self.state);
         if q.busy {
             return None;
@@ -114,7 +113,7 @@ impl InputQueue {
     }
 
     /// Waits (until `until`) for the writer's turn.
-    async fn turn<'a>(&'a self, master: &'a OwnedFd, until: Instant) -> Option<Turn<'a>> {
+    async fn turn<'a>(&'a self, master: &'a pty::Master, until: Instant) -> Option<Turn<'a>> {
         loop {
             if let Some(turn) = self.try_turn(master) {
                 return Some(turn);
@@ -317,7 +316,7 @@ impl JobManager {
         };
         s.term.resize(cols, rows);
         s.size = (cols, rows);
-        pty::set_size(&*master, cols, rows)?;
+        pty::set_size(&master, cols, rows)?;
         Ok(true)
     }
 }

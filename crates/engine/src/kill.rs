@@ -19,6 +19,9 @@
 //! record whose process is gone. Off Linux there is no process table: only the first rule
 //! applies, and a job recorded by another server is never signalled.
 //!
+//! On Windows a job's tree is its Job Object ([`crate::sys::tree`]): any signal ends it at once
+//! (`TerminateJobObject`), there is no process table, and a recorded job is never signalled.
+//!
 //! The sequence: the polite signal, the grace (capped by
 //! [`crate::EngineConfig::max_kill_grace`]), SIGKILL to whatever is left, then a bounded
 //! verification. What survives it is reported, never hidden.
@@ -32,6 +35,8 @@ use crate::manager::{Inner, JobManager, lock};
 use crate::procs::{self, Proc};
 use crate::signal::{KillOutcome, KillReport, Signal};
 use crate::store::ProcessRef;
+use crate::sys::sig;
+use crate::sys::tree::{self, Tree};
 
 /// How long a kill keeps checking, after SIGKILL, until no process of the job remains; what
 /// is still there then is reported as a survivor.
@@ -45,15 +50,18 @@ pub(crate) struct Leader {
     pub(crate) pid: u32,
     /// Start time in clock ticks since boot (Linux), read right after the spawn.
     pub(crate) start: Option<u64>,
+    /// The job's process tree (Unix: its process group; Windows: its Job Object).
+    pub(crate) tree: Tree,
     reaped: Mutex<bool>,
 }
 
 impl Leader {
     /// The leader of a child just spawned (not yet reaped: its /proc entry is surely its own).
-    pub(crate) fn new(pid: u32) -> Self {
+    pub(crate) fn new(pid: u32, tree: Tree) -> Self {
         Self {
             pid,
             start: procs::start_of(pid).map(|(start, _)| start),
+            tree,
             reaped: Mutex::new(false),
         }
     }
@@ -144,14 +152,14 @@ impl Target {
             Some(leader) => leader.while_unreaped(|| {
                 found = self.members(procs, true);
                 // Its process group first: every process of nearly every job, without a scan.
-                if group_exists(self.pid) {
-                    send(-pid_t(self.pid), sig);
+                if leader.tree.alive() {
+                    leader.tree.signal(sig);
                     if !cfg!(target_os = "linux") && !found.contains(&self.pid) {
                         found.push(self.pid);
                     }
                 }
                 for &pid in &found {
-                    send(pid_t(pid), sig);
+                    tree::signal_process(pid, sig);
                 }
             }),
             None => false,
@@ -159,35 +167,11 @@ impl Target {
         if !ran {
             found = self.members(procs, self.own.is_none() && self.leader_alive(procs));
             for &pid in &found {
-                send(pid_t(pid), sig);
+                tree::signal_process(pid, sig);
             }
         }
         found
     }
-}
-
-fn pid_t(pid: u32) -> libc::pid_t {
-    libc::pid_t::try_from(pid).unwrap_or(0)
-}
-
-/// Whether the process group `pgid` has a live member. A zombie leader alone makes kill(2)
-/// succeed too, so on Linux this is asked of the process table instead (see [`Target::signal`]).
-fn group_exists(pgid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence; no memory is involved.
-    pgid > 1 && unsafe { libc::kill(-pid_t(pgid), 0) } == 0
-}
-
-/// The only `kill(2)` of the kill path. Refuses pid 0, 1 and -1, this process, and a negative
-/// pid naming this process's group, whatever the caller computed.
-fn send(pid: libc::pid_t, sig: i32) {
-    let me = pid_t(std::process::id());
-    // SAFETY: getpgrp takes no arguments and cannot fail.
-    let my_group = unsafe { libc::getpgrp() };
-    if matches!(pid, -1..=1) || pid == me || pid == -me || pid == -my_group {
-        return;
-    }
-    // SAFETY: kill signals a process or group by number; no memory is involved.
-    unsafe { libc::kill(pid, sig) };
 }
 
 /// What [`end`] did to one job.
@@ -220,7 +204,7 @@ pub(crate) fn end(targets: &[Target], sig: i32, grace: Duration) -> Vec<Ended> {
     for (e, s) in ended.iter_mut().zip(&sent) {
         e.signalled = !s.is_empty();
     }
-    if sig != libc::SIGKILL {
+    if sig != sig::SIGKILL {
         let deadline = Instant::now() + grace;
         // During the grace, only processes not yet told get the polite signal.
         while Instant::now() < deadline {
@@ -242,7 +226,7 @@ pub(crate) fn end(targets: &[Target], sig: i32, grace: Duration) -> Vec<Ended> {
         }
     }
     let deadline = Instant::now() + AFTER_KILL;
-    while round(libc::SIGKILL, &mut sent) && Instant::now() < deadline {
+    while round(sig::SIGKILL, &mut sent) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
     let procs = procs::since(Instant::now());
@@ -266,7 +250,7 @@ fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
             let mut found = Vec::new();
             let ran = leader.while_unreaped(|| {
                 found = t.members(procs, true);
-                if !cfg!(target_os = "linux") && group_exists(t.pid) {
+                if !cfg!(target_os = "linux") && leader.tree.alive() {
                     found.push(t.pid);
                 }
             });
@@ -387,7 +371,7 @@ impl Drop for Inner {
             .map(|j| Target::own(j.id, &j.leader))
             .collect();
         if !targets.is_empty() {
-            signal_now(&targets, libc::SIGKILL);
+            signal_now(&targets, sig::SIGKILL);
         }
     }
 }

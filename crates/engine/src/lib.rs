@@ -59,5 +59,6 @@ pub use signal::{KillOutcome, KillReport, Signal};
 pub use store::{
     JobRecord, ProcessRef, PruneReport, SavedScreen, ServerRef, Store, StoreConfig, StoredJob,
 };
+pub use sys::launcher_if_asked;
 pub use terminal::{ScreenSnapshot, Terminal};
 pub use wait::{WaitOutcome, WaitProgress, WaitReason, WaitSpec};

@@ -6,7 +6,6 @@
 //! across an `.await` or a blocking wait.
 
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -105,7 +104,7 @@ pub(crate) struct State {
     pub(crate) term: Terminal,
     pub(crate) size: (u16, u16),
     /// The PTY master for writes and resizes; `None` once the job is final.
-    pub(crate) master: Option<Arc<OwnedFd>>,
+    pub(crate) master: Option<Arc<crate::sys::pty::Master>>,
     /// The job's record on disk, when jobs are persisted.
     pub(crate) record: Option<JobRecord>,
     /// The job's disk log, when jobs are persisted: a sink of the terminal's final lines.
@@ -176,7 +175,7 @@ impl Job {
         }
     }
 
-    pub(crate) fn master(&self) -> Result<Arc<OwnedFd>> {
+    pub(crate) fn master(&self) -> Result<Arc<crate::sys::pty::Master>> {
         let s = lock(&self.state);
         s.master.clone().ok_or(Error::NotRunning {
             id: self.id,

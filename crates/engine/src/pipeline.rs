@@ -33,6 +33,7 @@ pub(crate) enum ExitInfo {
     /// Exited with this code.
     Code(i32),
     /// Died of this signal.
+    #[cfg_attr(windows, allow(dead_code))] // Windows has no signals
     Signal(i32),
 }
 
@@ -60,6 +61,7 @@ pub(crate) trait Sink: Send + Sync + 'static {
     fn idle(&self) {}
     /// How long after output stops (or the job starts) the first [`Sink::quiet`] call is due;
     /// `None`: never.
+    #[cfg_attr(windows, allow(dead_code))] // no quiet probes on Windows
     fn quiet_delay(&self) -> Option<Duration> {
         None
     }
@@ -126,6 +128,7 @@ impl Lane {
     }
 
     /// Sets how the lane reaches its reader (once; a reader that blocks needs none).
+    #[cfg_attr(windows, allow(dead_code))] // the Windows reader blocks
     pub(crate) fn set_notify(&self, notify: impl Fn(Notice) + Send + Sync + 'static) {
         let _ = self.notify.set(Box::new(notify));
     }
@@ -137,6 +140,7 @@ impl Lane {
     }
 
     /// See [`Sink::quiet_delay`].
+    #[cfg_attr(windows, allow(dead_code))] // no quiet probes on Windows
     pub(crate) fn quiet_delay(&self) -> Option<Duration> {
         self.sink.quiet_delay()
     }
@@ -180,6 +184,7 @@ impl Lane {
     }
 
     /// Output has been quiet for `quiet`; the answer comes as [`Notice::Quiet`].
+    #[cfg_attr(windows, allow(dead_code))] // no quiet probes on Windows
     pub(crate) fn quiet(self: &Arc<Self>, quiet: Duration) {
         self.update(|q| q.quiet = Some(quiet));
     }

@@ -6,28 +6,29 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::sys::sig;
 
 /// The signals a caller may send to a job, by name.
 const NAMES: &[(&str, i32)] = &[
-    ("HUP", libc::SIGHUP),
-    ("INT", libc::SIGINT),
-    ("QUIT", libc::SIGQUIT),
-    ("KILL", libc::SIGKILL),
-    ("USR1", libc::SIGUSR1),
-    ("USR2", libc::SIGUSR2),
-    ("TERM", libc::SIGTERM),
-    ("CONT", libc::SIGCONT),
-    ("STOP", libc::SIGSTOP),
-    ("TSTP", libc::SIGTSTP),
-    ("WINCH", libc::SIGWINCH),
-    ("ALRM", libc::SIGALRM),
-    ("PIPE", libc::SIGPIPE),
-    ("ABRT", libc::SIGABRT),
-    ("SEGV", libc::SIGSEGV),
-    ("BUS", libc::SIGBUS),
-    ("FPE", libc::SIGFPE),
-    ("ILL", libc::SIGILL),
-    ("TRAP", libc::SIGTRAP),
+    ("HUP", sig::SIGHUP),
+    ("INT", sig::SIGINT),
+    ("QUIT", sig::SIGQUIT),
+    ("KILL", sig::SIGKILL),
+    ("USR1", sig::SIGUSR1),
+    ("USR2", sig::SIGUSR2),
+    ("TERM", sig::SIGTERM),
+    ("CONT", sig::SIGCONT),
+    ("STOP", sig::SIGSTOP),
+    ("TSTP", sig::SIGTSTP),
+    ("WINCH", sig::SIGWINCH),
+    ("ALRM", sig::SIGALRM),
+    ("PIPE", sig::SIGPIPE),
+    ("ABRT", sig::SIGABRT),
+    ("SEGV", sig::SIGSEGV),
+    ("BUS", sig::SIGBUS),
+    ("FPE", sig::SIGFPE),
+    ("ILL", sig::SIGILL),
+    ("TRAP", sig::SIGTRAP),
 ];
 
 /// A POSIX signal, parsed from `TERM`, `SIGTERM`, `sigterm` or `15`.
@@ -36,13 +37,13 @@ pub struct Signal(i32);
 
 impl Signal {
     /// SIGTERM, the default for kills.
-    pub const TERM: Self = Self(libc::SIGTERM);
+    pub const TERM: Self = Self(sig::SIGTERM);
     /// SIGKILL.
-    pub const KILL: Self = Self(libc::SIGKILL);
+    pub const KILL: Self = Self(sig::SIGKILL);
     /// SIGINT.
-    pub const INT: Self = Self(libc::SIGINT);
+    pub const INT: Self = Self(sig::SIGINT);
     /// SIGHUP.
-    pub const HUP: Self = Self(libc::SIGHUP);
+    pub const HUP: Self = Self(sig::SIGHUP);
 
     /// The signal with this number, if it is one we know by name.
     pub fn from_number(n: i32) -> Option<Self> {

@@ -58,7 +58,7 @@ impl JobManager {
                 return Err(e);
             }
         };
-        let child = ChildGuard::new(id, spawned.pid);
+        let child = ChildGuard::new(id, spawned.pid, spawned.tree);
         let master = Arc::new(spawned.master);
         let (events, _) = watch::channel(JobEvent::default());
         let (done, _) = watch::channel(false);
@@ -253,10 +253,10 @@ struct ChildGuard {
 }
 
 impl ChildGuard {
-    fn new(id: JobId, pid: u32) -> Self {
+    fn new(id: JobId, pid: u32, tree: crate::sys::tree::Tree) -> Self {
         Self {
             id,
-            leader: Arc::new(Leader::new(pid)),
+            leader: Arc::new(Leader::new(pid, tree)),
             armed: true,
         }
     }
@@ -271,15 +271,10 @@ impl Drop for ChildGuard {
         if !self.armed {
             return;
         }
-        kill::signal_now(&[Target::own(self.id, &self.leader)], libc::SIGKILL);
-        let pid = nix::unistd::Pid::from_raw(libc::pid_t::try_from(self.leader.pid).unwrap_or(0));
-        self.leader.reap(|| {
-            loop {
-                match nix::sys::wait::waitpid(pid, None) {
-                    Err(nix::errno::Errno::EINTR) => continue,
-                    _ => break Some(()),
-                }
-            }
-        });
+        kill::signal_now(
+            &[Target::own(self.id, &self.leader)],
+            crate::sys::sig::SIGKILL,
+        );
+        spawn::reap_abandoned(&self.leader);
     }
 }

@@ -52,8 +52,9 @@ pub struct Cli {
           default_value_t = EngineConfig::default().max_wait.as_secs_f64(),
           value_parser = parse_secs)]
     max_wait_secs: f64,
-    /// The shell that runs each command as `<shell> -c <command>`.
-    #[arg(long, env = "PTYJOBS_SHELL", default_value = "/bin/sh")]
+    /// The shell that runs each command as `<shell> -c <command>` (default `/bin/sh`; on
+    /// Windows `cmd.exe`, run as `cmd.exe /d /s /c <command>`, or PowerShell's `-Command`).
+    #[arg(long, env = "PTYJOBS_SHELL", default_value_os_t = EngineConfig::default().shell)]
     shell: PathBuf,
     /// The editor jobs get as GIT_EDITOR, EDITOR and VISUAL (e.g. a non-interactive
     /// `sed -i ...` for scripted rebases). Default: a command that fails at once with a message,

@@ -8,6 +8,7 @@ mod budget;
 mod cli;
 mod error;
 mod params;
+mod platform;
 mod resources;
 mod schema;
 mod server;
@@ -21,7 +22,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use ptyjobs_engine::{EngineConfig, JobManager};
 use rmcp::ServiceExt;
-use tokio::signal::unix::{SignalKind, signal};
 
 const HINT: &str = "\
 ptyjobs is an MCP server: it speaks JSON-RPC on stdin/stdout and is meant to be started by an
@@ -39,6 +39,8 @@ More clients (Gemini CLI, Windsurf, Zed) and an MCP bundle: see the README.
 Serving on this terminal anyway; press Ctrl-D or Ctrl-C to quit. See ptyjobs --help.";
 
 fn main() -> ExitCode {
+    // Windows: this executable is also the console launcher of every job (never returns then).
+    ptyjobs_engine::launcher_if_asked();
     // In parallel with the rest of the start: `initialize` needs no schema.
     server::prepare_tools();
     let cli = args::Cli::parse();
@@ -89,8 +91,7 @@ fn main() -> ExitCode {
 /// Serves MCP on stdio until stdin closes or a termination signal arrives, then kills every
 /// job and returns.
 async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), String> {
-    let mut sigterm = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM: {e}"))?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT: {e}"))?;
+    let mut termination = platform::Termination::new()?;
     let jobs = match JobManager::new(config.clone()) {
         Ok(jobs) => jobs,
         // An unusable state directory (read-only, a file in the way) must not keep the agent
@@ -127,8 +128,7 @@ async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), Strin
             Ok(()) => { tracing::info!("stdin closed; shutting down"); Ok(()) }
             Err(e) => { tracing::info!("session ended: {e}"); Ok(()) }
         },
-        _ = sigterm.recv() => { tracing::info!("SIGTERM; shutting down"); Ok(()) }
-        _ = sigint.recv() => { tracing::info!("SIGINT; shutting down"); Ok(()) }
+        why = termination.recv() => { tracing::info!("{why}; shutting down"); Ok(()) }
     };
     drop(attach);
     jobs.shutdown().await;

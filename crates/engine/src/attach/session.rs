@@ -9,7 +9,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufRead
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{broadcast, watch};
 
-use super::{ATTACH_VERSION, AttachHello, AttachReply, my_uid, peer_allowed};
+use super::socket::{my_uid, peer_allowed};
+use super::{ATTACH_VERSION, AttachHello, AttachReply};
 use crate::error::Error;
 use crate::job::JobId;
 use crate::manager::{Inner, Job, JobManager, lock};

@@ -3,7 +3,6 @@
 //! sparse index.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 use super::log::LogIndex;
 use crate::output::window::{LineRun, ceil_boundary, floor_boundary};
@@ -47,7 +46,7 @@ impl<'a> DiskRun<'a> {
     /// Bytes `at..at+len` of the log.
     fn read_at(&self, at: u64, len: u64) -> std::io::Result<Vec<u8>> {
         let mut buf = vec![0; usize::try_from(len).unwrap_or(0)];
-        self.file.read_exact_at(&mut buf, at)?;
+        crate::sys::fs::read_exact_at(self.file, &mut buf, at)?;
         Ok(buf)
     }
 }

@@ -26,7 +26,7 @@
 //! next server that opens the directory.
 
 mod disk_run;
-pub(crate) mod fs;
+pub(crate) use crate::sys::fs;
 mod log;
 mod owner;
 mod read;

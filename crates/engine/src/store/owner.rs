@@ -47,34 +47,8 @@ impl ProcessRef {
     }
 }
 
-fn process_exists(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// Fields of `/proc/<pid>/stat` after the command name (which may contain spaces and parens).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    Some(rest.split_whitespace().map(str::to_owned).collect())
-}
-
-/// The start time of `pid` in clock ticks since boot (Linux), or `None`.
-pub(crate) fn start_ticks(pid: u32) -> Option<u64> {
-    // Field 22 of stat; fields after the name start at field 3, so index 22 - 3.
-    stat_fields(pid)?.get(19)?.parse().ok()
-}
-
-fn is_zombie(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s == "Z" || s == "X"))
-}
+pub(crate) use crate::sys::tree::start_time as start_ticks;
+use crate::sys::tree::{is_zombie, process_exists};
 
 #[cfg(test)]
 mod tests {

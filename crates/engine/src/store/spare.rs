@@ -4,8 +4,6 @@ use std::fs::File;
 use std::io::Write;
 use std::time::Duration;
 
-use rustix::fs::FileType;
-
 use super::fs::Dir;
 use super::log::LogWriter;
 use super::{LOG, META, Store};
@@ -45,10 +43,9 @@ impl Store {
     pub(crate) fn take_spare(&self) -> Option<Spare> {
         let spare = crate::manager::lock(&self.spare).take()?;
         // Another server's sweep removes spares that waited over an hour.
-        let ours = self.jobs.stat(&spare.id.to_string()).ok()?;
-        let held = spare.dir.stat_self().ok()?;
-        let still_there = (ours.st_dev, ours.st_ino) == (held.st_dev, held.st_ino)
-            && spare.dir.exists(&spare.log.0);
+        let ours = self.jobs.meta(&spare.id.to_string()).ok()?;
+        let held = spare.dir.meta_self().ok()?;
+        let still_there = ours.id == held.id && spare.dir.exists(&spare.log.0);
         still_there.then_some(spare)
     }
 
@@ -100,13 +97,13 @@ impl Store {
             if name.parse::<JobId>().is_err() {
                 continue;
             }
-            let Ok(st) = self.jobs.stat(&name) else {
+            let Ok(meta) = self.jobs.meta(&name) else {
                 continue;
             };
-            let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
-            #[allow(clippy::unnecessary_cast)] // st_mtime is i64 on some targets only
-            let old = (st.st_mtime as i64) < hour_ago;
-            if is_dir && old && self.jobs.sub(&name).is_ok_and(|d| !d.exists(META)) {
+            if meta.is_dir
+                && meta.mtime < hour_ago
+                && self.jobs.sub(&name).is_ok_and(|d| !d.exists(META))
+            {
                 let _ = self.jobs.remove_tree(&name);
             }
         }

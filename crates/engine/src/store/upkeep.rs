@@ -139,7 +139,7 @@ impl Store {
         // Removals that ran meanwhile (`remove_dir`) are kept: what they took is gone.
         let mut kept = crate::manager::lock(&self.settled);
         for (id, s) in settled {
-            if self.jobs.stat(&id.to_string()).is_ok() {
+            if self.jobs.exists(&id.to_string()) {
                 kept.entry(id).or_insert(s);
             }
         }
@@ -165,7 +165,7 @@ impl Store {
             .iter()
             .map(|r| Target::recorded(r.id, r.process))
             .collect();
-        kill::end(&targets, libc::SIGKILL, Duration::ZERO);
+        kill::end(&targets, crate::sys::sig::SIGKILL, Duration::ZERO);
         for record in orphans {
             if let Err(e) = self.write_record(record) {
                 tracing::warn!("cannot update the record of job {}: {e}", record.id);

@@ -4,20 +4,9 @@ use chrono::{DateTime, FixedOffset, Offset, Utc};
 
 /// The local time zone's offset at `t` (from `TZ` or `/etc/localtime`); UTC when unknown.
 fn local_offset(t: DateTime<Utc>) -> FixedOffset {
-    let utc = Utc.fix();
-    // A 32-bit time_t wraps after 2038; the offset is then merely approximate.
-    let secs = t.timestamp() as libc::time_t;
-    // SAFETY: `tm` is plain integers and one pointer, for which null is a valid value.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live values; localtime_r is the thread-safe variant.
-    let r = unsafe { libc::localtime_r(&secs, &mut tm) };
-    if r.is_null() {
-        return utc;
-    }
-    i32::try_from(tm.tm_gmtoff)
-        .ok()
+    crate::platform::local_offset(t.timestamp())
         .and_then(FixedOffset::east_opt)
-        .unwrap_or(utc)
+        .unwrap_or_else(|| Utc.fix())
 }
 
 /// `t` in local time to the second, as `2026-11-22 05:31:02`.

@@ -6,6 +6,7 @@
 //! one line on stderr, prefixed `ptyjobs: `, with exit code 1. A reader that goes away (`ptyjobs
 //! logs X | head -1`) ends the command quietly with exit code 0.
 
+#[cfg(unix)]
 mod attach;
 mod format;
 mod json;
@@ -153,6 +154,12 @@ fn dispatch(command: Command, store: &Store) -> CmdResult {
         Command::Kill { id, grace_ms } => manage::kill(store, &id, grace_ms),
         Command::Rm { ids } => manage::rm(store, &ids),
         Command::Prune => manage::prune(store),
+        #[cfg(unix)]
         Command::Attach { id } => attach::run(store, &id),
+        #[cfg(not(unix))]
+        Command::Attach { .. } => Err(Failure::msg(
+            "ptyjobs attach is not offered on this platform (it needs a Unix socket); \
+             use `ptyjobs logs --follow` to watch a job",
+        )),
     }
 }

@@ -38,11 +38,7 @@ impl Out {
         {
             return Some(cols);
         }
-        // SAFETY: `winsize` is plain integers, zero is a valid value; TIOCGWINSZ only writes it.
-        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-        // SAFETY: fd 1 is ours to query; the pointer is to a live `winsize`.
-        let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
-        (r == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+        crate::platform::terminal_width()
     }
 
     /// Writes `line` and a newline.
@@ -61,14 +57,7 @@ impl Out {
     /// Whether the reader of stdout has gone away (a pipe whose read end is closed), checked
     /// without writing: lets `logs --follow` end while the job prints nothing.
     pub(crate) fn reader_gone(&self) -> bool {
-        let mut fd = libc::pollfd {
-            fd: libc::STDOUT_FILENO,
-            events: 0,
-            revents: 0,
-        };
-        // SAFETY: one valid `pollfd`, no wait; poll only writes `revents`.
-        let r = unsafe { libc::poll(&mut fd, 1, 0) };
-        r > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+        crate::platform::stdout_reader_gone()
     }
 }
 

@@ -191,3 +191,18 @@ pub(crate) fn echoes(master: &OwnedFd) -> bool {
         .map(|t| t.local_flags.contains(nix::sys::termios::LocalFlags::ECHO))
         .unwrap_or(false)
 }
+
+/// The handle writes and resizes go through: the PTY master.
+pub(crate) type Master = OwnedFd;
+
+/// The terminal's foreground process group and whether the terminal echoes input; `None` when
+/// it cannot be told.
+pub(crate) fn foreground(master: &OwnedFd) -> Option<(u32, bool)> {
+    let echo = nix::sys::termios::tcgetattr(master)
+        .ok()?
+        .local_flags
+        .contains(nix::sys::termios::LocalFlags::ECHO);
+    // SAFETY: tcgetpgrp only reads the descriptor's terminal; the fd is open for the call.
+    let pgrp = unsafe { libc::tcgetpgrp(master.as_raw_fd()) };
+    (pgrp > 0).then(|| (pgrp.unsigned_abs(), echo))
+}

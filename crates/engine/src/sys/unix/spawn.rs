@@ -19,7 +19,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
+use crate::kill::Leader;
 use crate::sys::pty;
+use crate::sys::tree::Tree;
+
+/// The shell a job's command runs in unless configured otherwise.
+pub(crate) const DEFAULT_SHELL: &str = "/bin/sh";
 
 /// Everything needed to start one job's process.
 #[derive(Debug, Clone)]
@@ -37,10 +42,12 @@ pub(crate) struct SpawnSpec {
     pub base_env: std::sync::Arc<BaseEnv>,
 }
 
-/// A started child: its pid (= process group = session id) and the PTY master (one descriptor
-/// shared by the reactor, writes and resizes), made before the child started.
+/// A started child: its pid (= process group = session id), its tree (the group) and the PTY
+/// master (one descriptor shared by the reactor, writes and resizes), made before the child
+/// started.
 pub(crate) struct Spawned {
     pub pid: u32,
+    pub tree: Tree,
     pub master: OwnedFd,
 }
 
@@ -116,7 +123,25 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
     pty::set_nonblocking(&master)?;
     let pid = start(spec, &slave_path)?;
-    Ok(Spawned { pid, master })
+    Ok(Spawned {
+        pid,
+        tree: Tree::new(pid),
+        master,
+    })
+}
+
+/// Reaps a child whose start was abandoned (it has just been sent SIGKILL), so no zombie is
+/// left.
+pub(crate) fn reap_abandoned(leader: &Leader) {
+    let pid = nix::unistd::Pid::from_raw(libc::pid_t::try_from(leader.pid).unwrap_or(0));
+    leader.reap(|| {
+        loop {
+            match nix::sys::wait::waitpid(pid, None) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                _ => break Some(()),
+            }
+        }
+    });
 }
 
 #[cfg(target_os = "linux")]

@@ -28,6 +28,29 @@ pub(crate) struct Dir {
     fd: OwnedFd,
 }
 
+/// What the store needs to know of a name: its kind, its age and what tells it apart from any
+/// other file (device and inode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Meta {
+    /// A directory (not a link to one).
+    pub(crate) is_dir: bool,
+    /// Last modification, in seconds since the Unix epoch.
+    pub(crate) mtime: i64,
+    /// Device and inode: equal for two names of the same file only.
+    pub(crate) id: (u64, u64),
+}
+
+impl Meta {
+    #[allow(clippy::unnecessary_cast)] // the field types differ between targets
+    fn of(st: &rustix::fs::Stat) -> Self {
+        Self {
+            is_dir: FileType::from_raw_mode(st.st_mode) == FileType::Directory,
+            mtime: st.st_mtime as i64,
+            id: (st.st_dev as u64, st.st_ino as u64),
+        }
+    }
+}
+
 /// Mode bits that would let someone else plant files: group and other write. (`RawMode`:
 /// `st_mode` is a `u32` on Linux and a `u16` on macOS.)
 const FOREIGN_WRITE: rustix::fs::RawMode = 0o022;
@@ -234,6 +257,16 @@ impl Dir {
         rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(io)
     }
 
+    /// What the store needs to know of `name` itself (a link is described, not followed).
+    pub(crate) fn meta(&self, name: &str) -> std::io::Result<Meta> {
+        self.stat(name).map(|st| Meta::of(&st))
+    }
+
+    /// [`Meta`] of this directory itself.
+    pub(crate) fn meta_self(&self) -> std::io::Result<Meta> {
+        self.stat_self().map(|st| Meta::of(&st))
+    }
+
     /// Whether `name` exists (as anything, a link included).
     pub(crate) fn exists(&self, name: &str) -> bool {
         self.stat(name).is_ok()
@@ -315,6 +348,11 @@ impl Dir {
             Err(e) => Err(io(e)),
         }
     }
+}
+
+/// Fills `buf` from `file` at `offset` (positional: the file's cursor is not used).
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
 #[cfg(test)]
