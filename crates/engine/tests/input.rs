@@ -79,17 +79,14 @@ async fn a_sleeping_job_never_waits_for_input() {
     let job = m.execute(JobSpec::new("echo start; sleep 100")).unwrap();
     wait_for_output(&m, job.id, "start").await;
     // Long past the quiet period, several looks over more than a second.
-    let end = Instant::now() + Duration::from_millis(1500);
-    let mut looks = 0;
-    while Instant::now() < end {
-        assert_eq!(
-            m.status(job.id).unwrap().input,
-            None,
-            "sleep is not reading"
-        );
-        looks += 1;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let looks = never_waiting(
+        &m,
+        job.id,
+        Duration::from_millis(1500),
+        100,
+        "sleep is not reading",
+    )
+    .await;
     assert!(looks >= 5);
     let spec = WaitSpec {
         input: true,
@@ -117,11 +114,14 @@ async fn a_job_printing_all_the_time_is_not_waiting_even_while_it_reads() {
         ))
         .unwrap();
     wait_for_output(&m, job.id, "tick").await;
-    let end = Instant::now() + Duration::from_millis(1200);
-    while Instant::now() < end {
-        assert_eq!(m.status(job.id).unwrap().input, None);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    never_waiting(
+        &m,
+        job.id,
+        Duration::from_millis(1200),
+        50,
+        "a printing job",
+    )
+    .await;
     m.kill(job.id, Signal::TERM, None).await.unwrap();
 }
 
@@ -207,4 +207,24 @@ async fn a_question_on_the_line_above_the_cursor_is_the_prompt() {
     assert_eq!(wait.prompt, "Type the code we sent you:");
     assert!(wait.echo);
     m.kill(job.id, Signal::TERM, None).await.unwrap();
+}
+
+/// Looks at the job's input state every `step_ms` for `span` (the passing time is what is
+/// under test: a job that must never be flagged) and asserts it is never waiting. Returns how
+/// many looks were taken.
+async fn never_waiting(
+    m: &ptyjobs_engine::JobManager,
+    id: ptyjobs_engine::JobId,
+    span: Duration,
+    step_ms: u64,
+    what: &str,
+) -> usize {
+    let end = Instant::now() + span;
+    let mut looks = 0;
+    while Instant::now() < end {
+        assert_eq!(m.status(id).expect("status").input, None, "{what}");
+        looks += 1;
+        tokio::time::sleep(Duration::from_millis(step_ms)).await;
+    }
+    looks
 }
