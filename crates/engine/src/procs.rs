@@ -8,6 +8,7 @@
 //! own not-yet-reaped children (see [`crate::kill`]).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::job::JobId;
@@ -31,6 +32,17 @@ pub(crate) struct Proc {
     pub marker: Option<JobId>,
 }
 
+/// Scans of the process table made so far (see [`process_scans`]).
+static SCANS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times this process has looked at the whole process table (on Linux, a walk of
+/// `/proc` reading every process's `stat`) to prove or find a job's processes. A gauge of the
+/// kill path's cost, for tests and benchmarks: ending any number of jobs together costs a few
+/// looks per round of the kill sequence, not a few per job.
+pub fn process_scans() -> u64 {
+    SCANS.load(Ordering::Relaxed)
+}
+
 /// The live processes as seen by a scan that began at `since` or later. Callers that ask at
 /// the same time share one scan, so a thousand concurrent kills cost a few scans, not a
 /// thousand. Blocking (reads `/proc`): call it off the async runtime.
@@ -42,6 +54,7 @@ pub(crate) fn since(since: Instant) -> Arc<Vec<Proc>> {
     #[cfg(target_os = "macos")]
     {
         let _ = since;
+        SCANS.fetch_add(1, Ordering::Relaxed);
         Arc::new(macos::scan())
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -137,6 +150,7 @@ mod linux {
             return procs.clone();
         }
         let began = Instant::now();
+        super::SCANS.fetch_add(1, super::Ordering::Relaxed);
         let procs = Arc::new(scan());
         *last = Some((began, procs.clone()));
         procs
