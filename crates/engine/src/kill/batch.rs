@@ -26,7 +26,7 @@ use crate::procs::{self, Proc};
 use crate::sys::sig;
 
 /// The shortest pause between two rounds: how often a kill in progress looks again.
-const ROUND: Duration = Duration::from_millis(10);
+pub(crate) const ROUND: Duration = Duration::from_millis(10);
 
 /// Where one job is in its sequence.
 #[derive(Debug, Clone, Copy)]
