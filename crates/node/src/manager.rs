@@ -19,8 +19,8 @@ use crate::options::{
 };
 use crate::stream::{Callback, Streams};
 use crate::types::{
-    JobInfo, KillReport, KillResult, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult, count,
-    dimension, fitted, millis, whole,
+    JobInfo, KillReport, KillResult, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult,
+    count, dimension, fitted, millis, whole,
 };
 
 /// Lines `tail` returns when not told.
@@ -530,7 +530,6 @@ impl JobManager {
             },
         )
     }
-
 
     /// The job a listener is for (it must exist) and its callback as a thread-safe function
     /// (released by the stream when the job has ended).
