@@ -54,6 +54,7 @@ fn last_error() -> std::io::Error {
 }
 
 /// A security identifier, copied into memory of its own (DWORD-aligned, as a SID must be).
+#[derive(Clone)]
 pub(crate) struct Sid(Vec<u32>);
 
 impl Sid {
@@ -210,10 +211,8 @@ impl Descriptor {
     /// The user-only descriptor of a created directory: owner the user, one entry granting
     /// the user full control (see the module docs).
     pub(crate) fn user_only() -> std::io::Result<Self> {
-        Self::new(
-            Sid::current_user()?,
-            vec![(Sid::current_user()?, FILE_ALL_ACCESS)],
-        )
+        let user = Sid::current_user()?;
+        Self::new(user.clone(), vec![(user, FILE_ALL_ACCESS)])
     }
 
     pub(crate) fn as_ptr(&self) -> PSECURITY_DESCRIPTOR {
@@ -434,11 +433,7 @@ pub(crate) fn grant_everyone(path: &Path) {
     use windows_sys::Win32::Security::{SetFileSecurityW, WinWorldSid};
     let me = Sid::current_user().unwrap();
     let world = Sid::well_known(WinWorldSid).unwrap();
-    let open = Descriptor::new(
-        Sid::current_user().unwrap(),
-        vec![(me, FILE_ALL_ACCESS), (world, 0x1200a9)],
-    )
-    .unwrap();
+    let open = Descriptor::new(me.clone(), vec![(me, FILE_ALL_ACCESS), (world, 0x1200a9)]).unwrap();
     let name = super::wide(path.as_os_str());
     // SAFETY: a NUL-terminated path and a valid descriptor.
     let ok = unsafe { SetFileSecurityW(name.as_ptr(), DACL_SECURITY_INFORMATION, open.as_ptr()) };
