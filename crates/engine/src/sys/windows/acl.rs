@@ -215,8 +215,15 @@ impl Descriptor {
         Self::new(user.clone(), vec![(user, FILE_ALL_ACCESS)])
     }
 
+    /// The descriptor, for calls that read it.
     pub(crate) fn as_ptr(&self) -> PSECURITY_DESCRIPTOR {
         (&*self.sd as *const SECURITY_DESCRIPTOR).cast_mut().cast()
+    }
+
+    /// The descriptor, for a test that changes it.
+    #[cfg(test)]
+    fn as_mut_ptr(&mut self) -> PSECURITY_DESCRIPTOR {
+        (&mut *self.sd as *mut SECURITY_DESCRIPTOR).cast()
     }
 }
 
@@ -561,9 +568,9 @@ mod tests {
             "{e}"
         );
         // No DACL at all: everyone may do anything.
-        let sd = with(me(), vec![]);
+        let mut sd = with(me(), vec![]);
         // SAFETY: a descriptor built by Descriptor::new; a NULL DACL is a valid one.
-        unsafe { SetSecurityDescriptorDacl(sd.as_ptr(), 1, std::ptr::null(), 0) };
+        unsafe { SetSecurityDescriptorDacl(sd.as_mut_ptr(), 1, std::ptr::null(), 0) };
         let e = check(&sd).unwrap_err();
         assert!(e.to_string().contains("no access control list"), "{e}");
     }
