@@ -19,7 +19,6 @@ mod transport;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
 use ptyjobs_engine::{EngineConfig, JobManager};
 use rmcp::ServiceExt;
 
@@ -41,9 +40,7 @@ Serving on this terminal anyway; press Ctrl-D or Ctrl-C to quit. See ptyjobs --h
 fn main() -> ExitCode {
     // Windows: this executable is also the console launcher of every job (never returns then).
     ptyjobs_engine::launcher_if_asked();
-    // In parallel with the rest of the start: `initialize` needs no schema.
-    server::prepare_tools();
-    let cli = args::Cli::parse();
+    let cli = args::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -52,9 +49,9 @@ fn main() -> ExitCode {
         )
         .init();
     if let Some(command) = cli.command {
-        return cli::run(command, cli.state.store_config());
+        return cli::run(command, cli.serve.state.store_config());
     }
-    let config = match cli.engine_config() {
+    let config = match cli.serve.engine_config() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("ptyjobs: {e}");
@@ -76,7 +73,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(serve(config, cli.editor));
+    let code = runtime.block_on(serve(config, cli.serve.editor));
     // Don't wait for the runtime's blocking threads: a read of a terminal stdin never returns.
     // Every job is already gone (serve shut the manager down).
     std::process::exit(match code {
@@ -115,6 +112,8 @@ async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), Strin
     let outcome = tokio::select! {
         r = async {
             let service = server.serve(transport::stdio()).await?;
+            // The tools' schemas, once the handshake is answered (see `server::TOOLS`).
+            server::prepare_tools();
             // `ptyjobs attach`: a person may take over a job, through a socket in the state
             // directory. Made once the handshake is answered: the client waits for nothing else.
             attach = jobs.store().and_then(|_| {

@@ -53,19 +53,18 @@ pub struct Server {
 }
 
 /// The tools with their schemas, one set per process. Generating every tool's schemas costs
-/// about a millisecond of CPU at start and `initialize` needs none of them: [`prepare_tools`]
-/// builds them on a thread of their own while the server starts, and the first call that needs
-/// them waits for that if it must.
+/// about a millisecond of CPU and ~200 page faults, and `initialize` needs none of them: built
+/// on a blocking thread once the handshake is answered ([`prepare_tools`]), so that on a
+/// 2-core machine they do not compete with the start itself; the first call that needs them
+/// waits for that if it must (or builds them, if it comes first).
 static TOOLS: OnceLock<ToolRouter<Server>> = OnceLock::new();
 
-/// Starts building the tools' schemas in the background (see [`TOOLS`]). If no thread can be
-/// started, the first call that needs them builds them.
+/// Starts building the tools' schemas on the runtime's blocking pool (see [`TOOLS`]); call
+/// inside the runtime. A call that needs them first builds them itself.
 pub fn prepare_tools() {
-    let _ = std::thread::Builder::new()
-        .name("ptyjobs-schemas".into())
-        .spawn(|| {
-            TOOLS.get_or_init(Server::tools_with_schemas);
-        });
+    tokio::task::spawn_blocking(|| {
+        TOOLS.get_or_init(Server::tools_with_schemas);
+    });
 }
 
 impl Server {
