@@ -24,7 +24,9 @@
 //!
 //! The sequence: the polite signal, the grace (capped by
 //! [`crate::EngineConfig::max_kill_grace`]), SIGKILL to whatever is left, then a bounded
-//! verification. What survives it is reported, never hidden.
+//! verification. What survives it is reported, never hidden. Every job being ended moves through
+//! that sequence in rounds shared with the others (one look at the process table per round:
+//! [`batch`]); a manager's kills are driven by one thread per process ([`killer`]).
 
 mod batch;
 mod killer;
