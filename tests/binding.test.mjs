@@ -186,6 +186,19 @@ test('kill with another signal', async (t) => {
   assert.deepEqual(sessionProcesses(pid), [])
 })
 
+test('killReport ends a job as kill does and resolves the outcome with the survivors', async (t) => {
+  const m = manager(t)
+  const { jobId, pid } = m.execute("(trap '' TERM; exec sleep 300) & sleep 301")
+  await waitUntil(() => sessionProcesses(pid).length >= 3, 10_000, 'the job and its children')
+  assert.deepEqual(await m.killReport(jobId, { graceMs: 300 }), { status: 'killed', survivors: [] })
+  assert.deepEqual(sessionProcesses(pid), [])
+  assert.equal(m.status(jobId).status, 'killed')
+  assert.deepEqual(await m.killReport(jobId), { status: 'already_terminated', survivors: [] })
+  assert.deepEqual(await m.killReport(randomUUID()), { status: 'not_found', survivors: [] })
+  await assertCode(() => m.killReport('x'), 'INVALID_JOB_ID')
+  await assertCode(() => m.killReport(jobId, { signal: 'NOPE' }), 'INVALID_ARGUMENT')
+})
+
 test('close kills every running job and refuses new ones', async (t) => {
   const m = new JobManager({ killGraceMs: 300 })
   const a = m.execute('sleep 300')

@@ -130,9 +130,18 @@ export declare class JobManager {
    *
    * Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
    * with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
-   * (a running job of another live process sharing the state directory).
+   * (a running job of another live process sharing the state directory). Processes that
+   * outlive SIGKILL (normally none) are named by `killReport`, which does the same kill.
    */
   kill(jobId: string, options?: KillOptions | undefined | null): Promise<KillResult>
+  /**
+   * Ends a job exactly as `kill` does, and resolves what was verified: `{ status,
+   * survivors }`, where `status` is `kill`'s answer and `survivors` the pids of the job's
+   * processes still alive after SIGKILL and a 5 s check (normally empty).
+   *
+   * Rejects as `kill` does.
+   */
+  killReport(jobId: string, options?: KillOptions | undefined | null): Promise<KillReport>
   /**
    * Forgets a finished job: it leaves `list()`, its id answers `JOB_NOT_FOUND` from then
    * on, and with persistence its record and transcript are deleted from the state
@@ -284,6 +293,17 @@ export interface KillOptions {
    * `killGraceMs`.
    */
   graceMs?: number
+}
+
+/** What `killReport` verified: how the kill ended, and the job's processes that outlived it. */
+export interface KillReport {
+  /** `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`. */
+  status: KillResult
+  /**
+   * Pids of the job's processes still alive after SIGKILL and a 5 s check (normally
+   * empty): named, never hidden.
+   */
+  survivors: Array<number>
 }
 
 /** What `kill` ended in. */

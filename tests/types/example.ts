@@ -1,7 +1,7 @@
 // A small program against the binding's typings (crates/node/index.d.ts), checked with
 // `tsc --noEmit` by tests/binding-process.test.mjs. It is type-checked, never run.
 import { JobManager } from '../../crates/node/index.js'
-import type { JobInfo, JobStatus, KillResult, Output, ScreenSnapshot, SearchResult, WaitOptions, WaitReason, WaitResult } from '../../crates/node/index.js'
+import type { JobInfo, JobStatus, KillReport, KillResult, Output, ScreenSnapshot, SearchResult, WaitOptions, WaitReason, WaitResult } from '../../crates/node/index.js'
 
 async function main (): Promise<void> {
   const jobs = new JobManager({ maxJobs: 4, transcriptBytes: 1 << 20, killGraceMs: 500, cols: 100, rows: 30, shell: '/bin/sh', maxWaitMs: 120_000 })
@@ -58,6 +58,10 @@ async function main (): Promise<void> {
 
   const killed: KillResult = await jobs.kill(id, { signal: 'INT', graceMs: 1_000 })
   const literal: 'killed' | 'already_terminated' | 'not_found' = killed
+  const report: KillReport = await jobs.killReport(id, { graceMs: 1_000 })
+  const survivors: number[] = report.survivors
+  const outcome: KillResult = report.status
+  console.log(survivors, outcome)
   if (waited.status === 'running' || status === 'completed') console.log(literal)
   await jobs.close()
 
@@ -69,6 +73,8 @@ async function main (): Promise<void> {
   jobs.write(id, 42)
   // @ts-expect-error kill resolves with a KillResult, not a boolean
   const wrong: boolean = await jobs.kill(id)
+  // @ts-expect-error killReport resolves with an object, not a KillResult
+  const flat: KillResult = await jobs.killReport(id)
   // @ts-expect-error 'finished' is not a status
   const badStatus: JobStatus = 'finished'
   // @ts-expect-error a wait with a condition resolves with a WaitResult, not a JobInfo

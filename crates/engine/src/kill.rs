@@ -24,9 +24,13 @@
 //!
 //! The sequence: the polite signal, the grace (capped by
 //! [`crate::EngineConfig::max_kill_grace`]), SIGKILL to whatever is left, then a bounded
-//! verification. What survives it is reported, never hidden.
+//! verification. What survives it is reported, never hidden. Every job being ended moves through
+//! that sequence in rounds shared with the others (one look at the process table per round:
+//! [`batch`]); a manager's kills are driven by one thread per process ([`killer`]).
 
-use std::collections::HashSet;
+mod batch;
+mod killer;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +41,7 @@ use crate::signal::{KillOutcome, KillReport, Signal};
 use crate::store::ProcessRef;
 use crate::sys::sig;
 use crate::sys::tree::{self, Tree};
+use batch::Batch;
 
 /// How long a kill keeps checking, after SIGKILL, until no process of the job remains; what
 /// is still there then is reported as a survivor.
@@ -183,63 +188,19 @@ pub(crate) struct Ended {
     pub(crate) survivors: Vec<u32>,
 }
 
-/// Ends `targets` together: `sig` to each job's proven processes, up to `grace` for them to go
-/// (newcomers get `sig` too), SIGKILL to what is left, then checks until none is left or
-/// [`AFTER_KILL`] passes. Blocking (sleeps, reads `/proc`): call it off the async runtime. The
-/// look at `/proc` is shared by all targets, so ending a thousand jobs costs a few scans.
+/// Ends `targets` together on this thread: `sig` to each job's proven processes, up to
+/// `grace` for them to go (newcomers get `sig` too), SIGKILL to what is left, then checks until
+/// none is left or [`AFTER_KILL`] passes (see [`batch`]). Blocking (sleeps, reads `/proc`):
+/// for callers with no runtime (the CLI's kill, the takeover of a dead server's jobs); a
+/// manager's kills go through the [`killer`], which shares its looks at `/proc` among all of
+/// them.
 pub(crate) fn end(targets: &[Target], sig: i32, grace: Duration) -> Vec<Ended> {
     let mut ended = vec![Ended::default(); targets.len()];
-    let mut sent: Vec<HashSet<u32>> = vec![HashSet::new(); targets.len()];
-    let round = |sig: i32, sent: &mut Vec<HashSet<u32>>| -> bool {
-        let procs = procs::since(Instant::now());
-        let mut any = false;
-        for (t, sent) in targets.iter().zip(sent.iter_mut()) {
-            let found = t.signal(&procs, sig);
-            any |= !found.is_empty();
-            sent.extend(found);
-        }
-        any
-    };
-    round(sig, &mut sent);
-    for (e, s) in ended.iter_mut().zip(&sent) {
-        e.signalled = !s.is_empty();
+    let mut b = Batch::new();
+    for (i, t) in targets.iter().enumerate() {
+        b.add(t.clone(), sig, grace, i);
     }
-    if sig != sig::SIGKILL {
-        let deadline = Instant::now() + grace;
-        // During the grace, only processes not yet told get the polite signal.
-        while Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-            let procs = procs::since(Instant::now());
-            let mut any = false;
-            for (t, sent) in targets.iter().zip(sent.iter_mut()) {
-                let live = live(t, &procs);
-                any |= !live.is_empty();
-                let new: Vec<u32> = live.into_iter().filter(|p| !sent.contains(p)).collect();
-                if !new.is_empty() {
-                    t.signal(&procs, sig);
-                    sent.extend(new);
-                }
-            }
-            if !any {
-                break;
-            }
-        }
-    }
-    let deadline = Instant::now() + AFTER_KILL;
-    while round(sig::SIGKILL, &mut sent) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let procs = procs::since(Instant::now());
-    for (t, e) in targets.iter().zip(ended.iter_mut()) {
-        e.survivors = live(t, &procs);
-        if !e.survivors.is_empty() {
-            tracing::warn!(
-                "job {}: processes {:?} survived SIGKILL for {AFTER_KILL:?}",
-                t.id,
-                e.survivors
-            );
-        }
-    }
+    b.finish(|i, e| ended[i] = e);
     ended
 }
 
@@ -284,8 +245,9 @@ impl Inner {
             .unwrap_or_else(|| KillReport::of(KillOutcome::NotFound))
     }
 
-    /// Ends running jobs together through [`end`] (on a blocking thread), then waits (bounded)
-    /// until each is final, and answers what was verified. Never holds a lock while waiting.
+    /// Ends running jobs through the [`killer`] (they join the kills in progress), then waits
+    /// (bounded) until each is final, and answers what was verified. Never holds a lock while
+    /// waiting.
     pub(crate) async fn kill_many(
         &self,
         ids: &[JobId],
@@ -325,10 +287,11 @@ impl Inner {
             return reports.into_iter().flatten().collect();
         }
         let targets: Vec<Target> = jobs.iter().map(|j| Target::own(j.id, &j.leader)).collect();
-        let number = sig.number();
-        let ended = tokio::task::spawn_blocking(move || end(&targets, number, grace))
-            .await
-            .unwrap_or_default();
+        let mut ended = Vec::with_capacity(targets.len());
+        for reply in killer::submit(targets, sig.number(), grace) {
+            // No answer only if the killer failed (a bug, logged by the panic hook).
+            ended.push(reply.await.unwrap_or_default());
+        }
         // No process is left: the reader drains the terminal to its end and records the exit.
         let deadline = Instant::now() + AFTER_KILL;
         for job in &jobs {

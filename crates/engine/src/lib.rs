@@ -52,7 +52,7 @@ pub use job::{JobId, JobInfo, JobSpec, JobStatus};
 pub use keys::encode_keys;
 pub use manager::{JobEvent, JobManager};
 pub use output::OutputSlice;
-pub use procs::JOB_ID_ENV;
+pub use procs::{JOB_ID_ENV, process_scans};
 pub use regex::Regex;
 pub use search::{SearchMatch, SearchResult, compile_pattern};
 pub use signal::{KillOutcome, KillReport, Signal};

@@ -8,6 +8,7 @@
 //! own not-yet-reaped children (see [`crate::kill`]).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::job::JobId;
@@ -31,6 +32,17 @@ pub(crate) struct Proc {
     pub marker: Option<JobId>,
 }
 
+/// Scans of the process table made so far (see [`process_scans`]).
+static SCANS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times this process has looked at the whole process table (on Linux, a walk of
+/// `/proc` reading every process's `stat`) to prove or find a job's processes. A gauge of the
+/// kill path's cost, for tests and benchmarks: ending any number of jobs together costs a few
+/// looks per round of the kill sequence, not a few per job.
+pub fn process_scans() -> u64 {
+    SCANS.load(Ordering::Relaxed)
+}
+
 /// The live processes as seen by a scan that began at `since` or later. Callers that ask at
 /// the same time share one scan, so a thousand concurrent kills cost a few scans, not a
 /// thousand. Blocking (reads `/proc`): call it off the async runtime.
@@ -42,6 +54,7 @@ pub(crate) fn since(since: Instant) -> Arc<Vec<Proc>> {
     #[cfg(target_os = "macos")]
     {
         let _ = since;
+        SCANS.fetch_add(1, Ordering::Relaxed);
         Arc::new(macos::scan())
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -55,8 +68,8 @@ pub(crate) fn since(since: Instant) -> Arc<Vec<Proc>> {
 pub(crate) fn start_of(pid: u32) -> Option<(u64, bool)> {
     #[cfg(target_os = "linux")]
     {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let s = parse_stat(&stat)?;
+        let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+        let s = parse_stat(stat)?;
         Some((s.start, s.state == 'Z' || s.state == 'X'))
     }
     #[cfg(target_os = "macos")]
@@ -80,11 +93,13 @@ pub(crate) struct Stat {
     pub start: u64,
 }
 
-/// Parses a `/proc/<pid>/stat` line. The command name (field 2) may contain spaces and
-/// parentheses, so fields are counted after its last `)`.
+/// Parses a `/proc/<pid>/stat` line. The command name (field 2) may contain spaces,
+/// parentheses and bytes that are not UTF-8, so fields are counted after its last `)`.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-pub(crate) fn parse_stat(stat: &str) -> Option<Stat> {
-    let rest = &stat[stat.rfind(')')? + 1..];
+pub(crate) fn parse_stat(stat: impl AsRef<[u8]>) -> Option<Stat> {
+    let stat = stat.as_ref();
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
     // Fields after the name start at field 3 (state); starttime is field 22.
     Some(Stat {
@@ -112,8 +127,12 @@ mod macos;
 #[cfg(target_os = "linux")]
 mod linux {
     use std::collections::HashMap;
+    use std::fmt::Write as _;
+    use std::os::fd::OwnedFd;
     use std::sync::{Arc, Mutex, PoisonError};
     use std::time::Instant;
+
+    use rustix::fs::{CWD, Mode, OFlags, openat};
 
     use super::{Proc, marker_in, parse_stat};
     use crate::job::JobId;
@@ -137,24 +156,63 @@ mod linux {
             return procs.clone();
         }
         let began = Instant::now();
+        super::SCANS.fetch_add(1, super::Ordering::Relaxed);
         let procs = Arc::new(scan());
         *last = Some((began, procs.clone()));
         procs
     }
 
+    /// A `stat` line is a few hundred bytes (the command name is at most 64); one read of
+    /// this size takes it whole.
+    const STAT_MAX: usize = 4096;
+
+    /// Reads `<pid>/<file>` under the open `/proc` into `buf` with one `read`: no path lookup
+    /// of `/proc` itself, no size query, no second read for the end of the file (a scan reads
+    /// thousands of these, and their syscalls are its whole cost). `None` if the process is
+    /// gone or the file did not fit.
+    fn read_small<'b>(
+        proc_dir: &OwnedFd,
+        path: &mut String,
+        pid: u32,
+        file: &str,
+        buf: &'b mut [u8],
+    ) -> Option<&'b [u8]> {
+        path.clear();
+        let _ = write!(path, "{pid}/{file}");
+        let fd = openat(
+            proc_dir,
+            path.as_str(),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let n = rustix::io::read(&fd, &mut *buf).ok()?;
+        (n < buf.len()).then(|| &buf[..n])
+    }
+
     fn scan() -> Vec<Proc> {
         let me = std::process::id();
-        let (my_sid, my_pgrp) = std::fs::read_to_string(format!("/proc/{me}/stat"))
+        let (my_sid, my_pgrp) = std::fs::read(format!("/proc/{me}/stat"))
             .ok()
-            .and_then(|s| parse_stat(&s))
+            .and_then(parse_stat)
             .map_or((0, 0), |s| (s.sid, s.pgrp));
         let mut markers = MARKERS.lock().unwrap_or_else(PoisonError::into_inner);
         let old = markers.take().unwrap_or_default();
         let mut seen = HashMap::with_capacity(old.len());
         let mut procs = Vec::new();
+        let Ok(proc_dir) = openat(
+            CWD,
+            "/proc",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            return procs;
+        };
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return procs;
         };
+        let mut path = String::with_capacity(32);
+        let mut buf = vec![0u8; STAT_MAX];
         for entry in dir.flatten() {
             let Some(pid) = entry
                 .file_name()
@@ -166,9 +224,8 @@ mod linux {
             if pid <= 1 || pid == me {
                 continue;
             }
-            let Some(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| parse_stat(&s))
+            let Some(stat) =
+                read_small(&proc_dir, &mut path, pid, "stat", &mut buf).and_then(parse_stat)
             else {
                 continue;
             };
@@ -216,6 +273,9 @@ mod tests {
             })
         );
         assert_eq!(parse_stat("garbage"), None);
+        // A name that is not UTF-8 still parses: such a process must not hide from the scan.
+        let odd = b"42 (\xff\xfe) S 1 40 41 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0";
+        assert_eq!(parse_stat(odd).map(|s| s.start), Some(12345));
     }
 
     #[test]

@@ -19,8 +19,8 @@ use crate::options::{
 };
 use crate::stream::{Callback, Streams};
 use crate::types::{
-    JobInfo, KillResult, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult, count,
-    dimension, fitted, millis, whole,
+    JobInfo, KillReport, KillResult, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult,
+    count, dimension, fitted, millis, whole,
 };
 
 /// Lines `tail` returns when not told.
@@ -336,7 +336,8 @@ impl JobManager {
     ///
     /// Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
     /// with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
-    /// (a running job of another live process sharing the state directory).
+    /// (a running job of another live process sharing the state directory). Processes that
+    /// outlive SIGKILL (normally none) are named by `killReport`, which does the same kill.
     #[napi(catch_unwind, ts_return_type = "Promise<KillResult>")]
     pub fn kill<'env>(
         &self,
@@ -344,28 +345,22 @@ impl JobManager {
         job_id: String,
         options: Option<KillOptions>,
     ) -> napi::Result<PromiseRaw<'env, KillResult>> {
-        let o = options.unwrap_or_default();
-        let parsed = (|| -> Result<(JobId, Signal, Option<std::time::Duration>)> {
-            let id = parse_id(&job_id)?;
-            let signal = match o.signal {
-                Some(s) => s.parse::<Signal>().map_err(from_engine)?,
-                None => Signal::TERM,
-            };
-            let grace = o.grace_ms.map(|v| millis("graceMs", v)).transpose()?;
-            Ok((id, signal, grace))
-        })();
-        let (id, signal, grace) = match parsed {
-            Ok(p) => p,
-            Err(e) => return rejected(env, e),
-        };
-        let jobs = self.jobs.clone();
-        env.spawn_future_with_callback(
-            async move { Ok(jobs.kill(id, signal, grace).await) },
-            |env, res| match res {
-                Ok(report) => Ok(KillResult::from(report.outcome)),
-                Err(e) => Err(into_napi(env, from_engine(e))),
-            },
-        )
+        self.end(env, &job_id, options, |report| report.outcome.into())
+    }
+
+    /// Ends a job exactly as `kill` does, and resolves what was verified: `{ status,
+    /// survivors }`, where `status` is `kill`'s answer and `survivors` the pids of the job's
+    /// processes still alive after SIGKILL and a 5 s check (normally empty).
+    ///
+    /// Rejects as `kill` does.
+    #[napi(catch_unwind, ts_return_type = "Promise<KillReport>")]
+    pub fn kill_report<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+        options: Option<KillOptions>,
+    ) -> napi::Result<PromiseRaw<'env, KillReport>> {
+        self.end(env, &job_id, options, KillReport::from)
     }
 
     /// Forgets a finished job: it leaves `list()`, its id answers `JOB_NOT_FOUND` from then
@@ -504,6 +499,38 @@ impl JobManager {
 }
 
 impl JobManager {
+    /// The kill behind `kill` and `killReport`; `answer` shapes the engine's report.
+    fn end<'env, T: napi::bindgen_prelude::ToNapiValue + Send + 'static>(
+        &self,
+        env: &'env Env,
+        job_id: &str,
+        options: Option<KillOptions>,
+        answer: fn(engine::KillReport) -> T,
+    ) -> napi::Result<PromiseRaw<'env, T>> {
+        let o = options.unwrap_or_default();
+        let parsed = (|| -> Result<(JobId, Signal, Option<std::time::Duration>)> {
+            let id = parse_id(job_id)?;
+            let signal = match o.signal {
+                Some(s) => s.parse::<Signal>().map_err(from_engine)?,
+                None => Signal::TERM,
+            };
+            let grace = o.grace_ms.map(|v| millis("graceMs", v)).transpose()?;
+            Ok((id, signal, grace))
+        })();
+        let (id, signal, grace) = match parsed {
+            Ok(p) => p,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        env.spawn_future_with_callback(
+            async move { Ok(jobs.kill(id, signal, grace).await) },
+            move |env, res| match res {
+                Ok(report) => Ok(answer(report)),
+                Err(e) => Err(into_napi(env, from_engine(e))),
+            },
+        )
+    }
+
     /// The job a listener is for (it must exist) and its callback as a thread-safe function
     /// (released by the stream when the job has ended).
     fn listener<T: 'static + JsValuesTupleIntoVec>(

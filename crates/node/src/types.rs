@@ -91,6 +91,25 @@ impl From<engine::KillOutcome> for KillResult {
     }
 }
 
+/// What `killReport` verified: how the kill ended, and the job's processes that outlived it.
+#[napi(object)]
+pub struct KillReport {
+    /// `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`.
+    pub status: KillResult,
+    /// Pids of the job's processes still alive after SIGKILL and a 5 s check (normally
+    /// empty): named, never hidden.
+    pub survivors: Vec<u32>,
+}
+
+impl From<engine::KillReport> for KillReport {
+    fn from(r: engine::KillReport) -> Self {
+        Self {
+            status: r.outcome.into(),
+            survivors: r.survivors,
+        }
+    }
+}
+
 /// A snapshot of one job. Fields that do not apply yet are absent (`undefined`).
 #[napi(object)]
 pub struct JobInfo {
