@@ -58,7 +58,13 @@ impl Terminal {
                 self.model = None;
             }
             // The emulator takes the rest of this line; the model may apply again after it.
-            let n = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
+            // At a pending wrap on the bottom row (a long line's piece ended in the last
+            // column), one character is enough: it wraps, and the model takes the row again.
+            let n = if self.at_bottom_margin() && (0x20..=0x7e).contains(&bytes[0]) {
+                1
+            } else {
+                memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1)
+            };
             self.emulate(&bytes[..n]);
             bytes = &bytes[n..];
         }
@@ -300,6 +306,14 @@ impl Terminal {
         }
         self.last_printed = text.last().map(|&b| char::from(b));
         take
+    }
+
+    /// Whether the emulator's cursor is in the last column of the main screen's bottom row.
+    fn at_bottom_margin(&self) -> bool {
+        let screen = self.parser.screen();
+        let (rows, cols) = screen.size();
+        let (row, col) = screen.cursor_position();
+        !screen.alternate_screen() && row + 1 == rows.get() && col + 1 >= cols.get()
     }
 
     /// Takes the emulator's screen over as deferred (see [`Terminal::deferred`]) when it shows
