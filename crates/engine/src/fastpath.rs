@@ -65,12 +65,21 @@ impl LineModel {
 
     /// The row's cells up to the last non-blank one (0 = blank).
     pub fn row(&self) -> Vec<u8> {
-        let end = self
-            .cells
+        self.row_slice().to_vec()
+    }
+
+    /// [`Self::row`] without a copy. The blank end of the row is skipped 16 cells at a time:
+    /// a short line on a wide row costs a few compares, not one per column.
+    pub fn row_slice(&self) -> &[u8] {
+        let mut end = self.cells.len();
+        while end >= 16 && self.cells[end - 16..end].iter().all(|&c| c == 0) {
+            end -= 16;
+        }
+        let end = self.cells[..end]
             .iter()
             .rposition(|&c| c != 0)
             .map_or(0, |i| i + 1);
-        self.cells[..end].to_vec()
+        &self.cells[..end]
     }
 
     /// The row's text as the emulator would report it.

@@ -145,13 +145,17 @@ impl Terminal {
         let rows = usize::from(self.parser.screen().size().0.get());
         // The emulator's bottom row may already show part of the first line.
         let continued = !model.is_fresh();
-        let mut lines: Vec<Vec<u8>> = Vec::new();
+        // The finished rows, one after another in one buffer (a run of short lines costs no
+        // allocation per line here), and where each ends.
+        let mut flat: Vec<u8> = Vec::new();
+        let mut ends: Vec<usize> = Vec::new();
         let mut used = 0;
         loop {
             match model.advance(&bytes[used..]) {
                 Step::Line(n) => {
                     used += n;
-                    lines.push(model.row());
+                    flat.extend_from_slice(model.row_slice());
+                    ends.push(flat.len());
                     model.next_row();
                 }
                 Step::Partial => {
@@ -167,31 +171,37 @@ impl Terminal {
         if let Some(c) = model.last.take() {
             self.last_printed = Some(char::from(c));
         }
+        let line = |i: usize| &flat[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
         let mut out = Vec::new();
-        let mut rest = &lines[..];
-        if continued && let Some((first, tail)) = rest.split_first() {
+        let mut from = 0;
+        if continued && !ends.is_empty() {
             out.extend_from_slice(b"\x1b[0m\r\x1b[2K");
-            draw_row(first, &mut out);
+            draw_row(line(0), &mut out);
             out.extend_from_slice(b"\r\n");
-            rest = tail;
+            from = 1;
         }
-        if rest.len() >= rows {
+        if ends.len() - from >= rows {
             // Scroll the old screen off through the emulator (its rows enter the transcript the
             // usual way), put the lines that would scroll off straight into the transcript, and
             // draw only the last screenful, discarding the blank rows that scroll off meanwhile.
             out.extend(std::iter::repeat_n(b'\n', rows - 1));
             self.draw(&out);
             out.clear();
-            let (direct, shown) = rest.split_at(rest.len() - (rows - 1));
+            let shown = ends.len() - (rows - 1);
             let capture = self.parser.callbacks_mut();
-            for line in direct {
-                capture.push_text(&row_text(line), true);
+            for i in from..shown {
+                let row = line(i);
+                if row.contains(&0) {
+                    capture.push_text(&row_text(row), true);
+                } else {
+                    capture.push_text(str_of(row), true);
+                }
             }
             capture.discard = rows - 1;
-            rest = shown;
+            from = shown;
         }
-        for line in rest {
-            draw_row(line, &mut out);
+        for i in from..ends.len() {
+            draw_row(line(i), &mut out);
             out.extend_from_slice(b"\r\n");
         }
         self.draw(&out);
