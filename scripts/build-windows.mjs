@@ -4,16 +4,16 @@
 // to be renamed ptyjobs.win32-x64-gnu.node or as the package wants).
 //
 // The addon: napi-rs resolves Node's functions at run time on Windows (napi-sys's
-// dyn-symbols), yet napi-build insists on a libnode.dll to link against for the gnu target.
-// An empty import library (no symbols, nothing is imported from it) made with mingw's dlltool
-// satisfies it; it lives in target/ and is never shipped.
+// dyn-symbols), yet napi-build insists on a libnode.dll to link against for the gnu target:
+// scripts/cross.mjs (windowsGnuAddonEnv, shared with build-packages.mjs) makes an empty import
+// library for it in the target dir, never shipped.
 //
 // Without the mingw toolchain or the Rust target this says why and exits 0: the Windows test
 // (tests/windows.test.mjs) then fails or skips with its own reason.
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, writeFileSync, copyFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { windowsGnuAddonEnv } from './cross.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const TARGET = 'x86_64-pc-windows-gnu'
@@ -39,13 +39,9 @@ if (targets.status === 0 && !targets.stdout.split('\n').includes(TARGET)) {
 run('cargo', ['build', '--release', '--target', TARGET, '-p', 'ptyjobs-mcp'])
 
 if (addon) {
-  const lib = join(ROOT, 'target', TARGET, 'libnode')
-  mkdirSync(lib, { recursive: true })
-  writeFileSync(join(lib, 'node.def'), 'LIBRARY node.exe\nEXPORTS\n')
-  run('x86_64-w64-mingw32-dlltool', ['-d', join(lib, 'node.def'), '-l', join(lib, 'libnode.dll.a')])
-  // napi-build checks that this file exists; the linker takes libnode.dll.a first.
-  copyFileSync(join(lib, 'libnode.dll.a'), join(lib, 'libnode.dll'))
+  const meta = spawnSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20 })
+  if (meta.status !== 0) throw new Error(`cargo metadata failed: ${meta.stderr}`)
   run('cargo', ['build', '--release', '--target', TARGET, '-p', 'ptyjobs-node'], {
-    env: { ...process.env, LIBNODE_PATH: lib }
+    env: { ...process.env, ...windowsGnuAddonEnv(JSON.parse(meta.stdout).target_directory) }
   })
 }

@@ -41,7 +41,7 @@ export function cannotCrossBuild (target, { has = defaultHas, env = process.env 
  * napi-build insists on linking against `libnode.dll` (LIBNODE_PATH), although napi-rs resolves
  * Node's functions from the running node.exe at load time on Windows. An empty import library
  * made with mingw's dlltool (nothing is imported from it) satisfies it; it lives in the target
- * dir and is never shipped. (The same stub as scripts/build-windows.mjs makes, if present.)
+ * dir and is never shipped. Used by scripts/build-packages.mjs and scripts/build-windows.mjs.
  */
 export function windowsGnuAddonEnv (targetDir, env = process.env) {
   if (process.platform === 'win32' || env.LIBNODE_PATH) return {}

@@ -10,8 +10,8 @@
 // once, from a fresh prefix, and the first failure is printed.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { ROOT, Cleanup, McpClient, runAsync, runSync, waitUntil } from './helpers/npm.mjs'
 
@@ -201,9 +201,36 @@ async function scenario () {
   child.stdin.end()
   assert.equal((await child.exited).code, 0, child.stderrText)
   // stdout carried nothing but JSON-RPC (McpClient fails on any other line).
+
+  // The state directory is the user's alone; one others may use is refused (the server then
+  // keeps its jobs in memory and says so on stderr). Wine 8 keeps no DACL: it reads one back
+  // from the Unix mode and owner, so a planted directory is made from this side. (The exact
+  // DACL ptyjobs sets shows on real Windows only; the engine's unit tests check the one built.)
+  const state = dirname(stateDirs[0])
+  assert.equal(statSync(state).mode & 0o007, 0, 'the DACL ptyjobs set leaves "other" no mode bit')
+  await assertRefused(wine, () => chmodSync(state, 0o755), /grants S-1-1-0 access/, echo.job_id)
+  if (process.getuid?.() === 0) {
+    // Owned by another Unix user: Wine reports the owner as ANONYMOUS LOGON.
+    await assertRefused(wine, () => { chmodSync(state, 0o700); chownSync(state, 65534, 65534) }, /owned by S-1-5-7, not by this user/, echo.job_id)
+  } else {
+    console.log('# not root: the foreign-owner case is checked by the engine\'s unit tests only')
+  }
 }
 
-test('the Windows server under Wine: echo, exit code, a prompt, a killed tree, list, restart', { skip, timeout: 15 * 60_000 }, async () => {
+/** After `plant` spoils the state directory, a server refuses it and keeps jobs in memory. */
+async function assertRefused (wine, plant, why, oldJob) {
+  plant()
+  const { child, client } = await startServer(wine)
+  await waitUntil(() => /cannot use the state directory .*refusing/.test(child.stderrText), 60_000, `the refusal on stderr: ${child.stderrText}`)
+  assert.match(child.stderrText, why)
+  assert.match(child.stderrText, /jobs are kept in memory only/)
+  const jobs = structured(await client.callTool('list_jobs', {})).jobs
+  assert.ok(!jobs.some((j) => j.job_id === oldJob), `the refused directory's jobs are not read: ${JSON.stringify(jobs)}`)
+  child.stdin.end()
+  assert.equal((await child.exited).code, 0, child.stderrText)
+}
+
+test('the Windows server under Wine: echo, exit code, a prompt, a killed tree, list, restart, a state directory others may use refused', { skip, timeout: 15 * 60_000 }, async () => {
   assert.ok(existsSync(EXE), `${EXE} is missing: run npm run build:windows (npm run build does)`)
   assert.ok(have(MINGW), `${MINGW} is missing: apt-get install gcc-mingw-w64-x86-64`)
   try {
@@ -233,6 +260,7 @@ test('the engine\'s unit tests, built for Windows, pass under Wine (sys/windows:
     assert.equal(r.status, 0, `${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`)
     assert.match(r.stdout, /test result: ok\. [1-9]\d* passed; 0 failed/)
     assert.match(r.stdout, /sys::windows::fs::tests::\S+ \.\.\. ok/)
+    assert.match(r.stdout, /sys::windows::acl::tests::\S+ \.\.\. ok/)
   }
   try {
     await run()

@@ -3,6 +3,8 @@
 //! running slot taken, no child process, no zombie and no job stuck `running`.
 //!
 //! Alone in its test binary: it lowers the file-descriptor limit of the whole process.
+// Unix only: it lowers RLIMIT_NOFILE.
+#![cfg(unix)]
 
 mod common;
 

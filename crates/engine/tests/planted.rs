@@ -1,6 +1,8 @@
 //! What the store trusts on disk: links planted at every file it writes are replaced, never
 //! written through; a job directory replaced by a link is neither read nor removed through;
 //! a state directory another user could write to is refused.
+// Unix only: symlinks, modes and uids planted from the test (Windows: sys/windows unit tests).
+#![cfg(unix)]
 
 mod common;
 

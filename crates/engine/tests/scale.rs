@@ -4,6 +4,8 @@
 //! growing the server's memory, without losing a byte.
 //!
 //! Alone in its test binary: it measures the threads and memory of the whole process.
+// Unix only: it counts the threads and memory of the process through /proc and rlimits.
+#![cfg(unix)]
 
 mod common;
 

@@ -15,6 +15,47 @@ pub struct Cli {
     /// Without a subcommand, ptyjobs serves MCP on stdio.
     #[command(subcommand)]
     pub command: Option<crate::cli::Command>,
+    /// The server's flags (and the state directory's, shared with the subcommands).
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// The plain server's command line: [`Cli`] without the subcommands. Building a clap command
+/// costs in proportion to its arguments, and an MCP client starts the plain server every time:
+/// [`parse`] tries this one first. It accepts exactly the argument lists that [`Cli`] accepts
+/// without a subcommand, with the same values (see the tests).
+#[derive(Debug, Parser)]
+#[command(name = "ptyjobs", version)]
+struct Serve {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// The command line of this process. The plain server's flags are parsed without building the
+/// subcommands' parsers; anything else (a subcommand, `--help`, `--version`, a mistake) goes to
+/// the full [`Cli`], so help, versions and error messages are the full command's.
+pub fn parse() -> Cli {
+    parse_from(std::env::args_os())
+}
+
+fn parse_from<I, T>(args: I) -> Cli
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    match Serve::try_parse_from(&args) {
+        Ok(Serve { serve }) => Cli {
+            command: None,
+            serve,
+        },
+        Err(_) => Cli::parse_from(args),
+    }
+}
+
+/// The server's flags, with the state directory's.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
     /// Where job history is kept.
     #[command(flatten)]
     pub state: StateArgs,
@@ -63,7 +104,7 @@ pub struct Cli {
     pub editor: Option<String>,
 }
 
-impl Cli {
+impl ServeArgs {
     /// The engine's configuration for serving; `Err` when the state directory cannot be found.
     pub fn engine_config(&self) -> Result<EngineConfig, String> {
         let store = match self.state.store_config() {
@@ -146,5 +187,61 @@ fn parse_secs(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "expected a number of seconds between 0 and 86400, got {s:?}"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The fast path gives what the full command line gives, and leaves everything else to it.
+    #[test]
+    fn the_plain_server_parses_as_the_full_command_line_does() {
+        let plain: &[&[&str]] = &[
+            &["ptyjobs"],
+            &["ptyjobs", "--no-persist"],
+            &["ptyjobs", "--max-jobs", "7", "--cols", "100", "--rows=30"],
+            &[
+                "ptyjobs",
+                "--state-dir",
+                "/tmp/x",
+                "--keep-days",
+                "2.5",
+                "--editor",
+                "true",
+            ],
+            &["ptyjobs", "--shell", "/bin/bash", "--max-wait-secs", "20"],
+        ];
+        for argv in plain {
+            let fast = Serve::try_parse_from(*argv).expect("fast path");
+            let full = Cli::try_parse_from(*argv).expect("full");
+            assert!(full.command.is_none());
+            assert_eq!(
+                format!("{:?}", fast.serve),
+                format!("{:?}", full.serve),
+                "{argv:?}"
+            );
+            assert_eq!(format!("{:?}", parse_from(*argv)), format!("{full:?}"));
+        }
+        // A subcommand (with flags before it) is the full command line's.
+        let cli = parse_from(["ptyjobs", "--state-dir", "/tmp/x", "list", "--json"]);
+        assert!(matches!(
+            cli.command,
+            Some(crate::cli::Command::List { json: true, .. })
+        ));
+        assert!(Serve::try_parse_from(["ptyjobs", "list"]).is_err());
+        // Help, version and mistakes are answered by the full command line: its help lists
+        // the subcommands.
+        for argv in [
+            &["ptyjobs", "--help"][..],
+            &["ptyjobs", "--version"],
+            &["ptyjobs", "lst"],
+        ] {
+            assert!(Serve::try_parse_from(argv).is_err(), "{argv:?}");
+            assert!(Cli::try_parse_from(argv).is_err(), "{argv:?}");
+        }
+        let help = Cli::command().render_help().to_string();
+        assert!(help.contains("attach"), "{help}");
     }
 }

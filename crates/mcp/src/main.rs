@@ -19,7 +19,6 @@ mod transport;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
 use ptyjobs_engine::{EngineConfig, JobManager};
 use rmcp::ServiceExt;
 
@@ -41,9 +40,7 @@ Serving on this terminal anyway; press Ctrl-D or Ctrl-C to quit. See ptyjobs --h
 fn main() -> ExitCode {
     // Windows: this executable is also the console launcher of every job (never returns then).
     ptyjobs_engine::launcher_if_asked();
-    // In parallel with the rest of the start: `initialize` needs no schema.
-    server::prepare_tools();
-    let cli = args::Cli::parse();
+    let cli = args::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -52,9 +49,9 @@ fn main() -> ExitCode {
         )
         .init();
     if let Some(command) = cli.command {
-        return cli::run(command, cli.state.store_config());
+        return cli::run(command, cli.serve.state.store_config());
     }
-    let config = match cli.engine_config() {
+    let config = match cli.serve.engine_config() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("ptyjobs: {e}");
@@ -76,7 +73,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(serve(config, cli.editor));
+    let code = runtime.block_on(serve(config, cli.serve.editor));
     // Don't wait for the runtime's blocking threads: a read of a terminal stdin never returns.
     // Every job is already gone (serve shut the manager down).
     std::process::exit(match code {
@@ -92,10 +89,54 @@ fn main() -> ExitCode {
 /// job and returns.
 async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), String> {
     let mut termination = platform::Termination::new()?;
-    let jobs = match JobManager::new(config.clone()) {
-        Ok(jobs) => jobs,
-        // An unusable state directory (read-only, a file in the way) must not keep the agent
-        // from its jobs: serve them from memory and say why on stderr.
+    let server = server::Server::new().with_editor(editor);
+    // The state directory is opened on the blocking pool, beside the handshake: `initialize`
+    // needs no job, and a call that comes before the manager is ready waits for it.
+    let making = {
+        let server = server.clone();
+        tokio::task::spawn_blocking(move || {
+            let jobs = job_manager(config)?;
+            server.set_jobs(jobs.clone());
+            Ok::<_, Fatal>(jobs)
+        })
+    };
+    let mut attach = None;
+    let outcome = tokio::select! {
+        r = async {
+            let service = server.clone().serve(transport::stdio()).await?;
+            let jobs = making.await.map_err(|e| Fatal(e.to_string()))??;
+            // The tools' schemas, off the handshake's path too (see `server::TOOLS`).
+            server::prepare_tools();
+            // `ptyjobs attach`: a person may take over a job, through a socket in the state
+            // directory.
+            attach = jobs.store().and_then(|_| {
+                jobs.serve_attach()
+                    .inspect_err(|e| tracing::warn!("ptyjobs attach is unavailable: {e}"))
+                    .ok()
+            });
+            service.waiting().await?;
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+        } => match r {
+            Ok(()) => { tracing::info!("stdin closed; shutting down"); Ok(()) }
+            Err(e) if e.is::<Fatal>() => Err(e.to_string()),
+            Err(e) => { tracing::info!("session ended: {e}"); Ok(()) }
+        },
+        why = termination.recv() => { tracing::info!("{why}; shutting down"); Ok(()) }
+    };
+    drop(attach);
+    // No job can have started without the manager.
+    if let Some(jobs) = server.jobs_if_ready() {
+        jobs.shutdown().await;
+    }
+    outcome
+}
+
+/// The job manager over `config`'s state directory. An unusable state directory (read-only,
+/// a file in the way) must not keep the agent from its jobs: they are served from memory, and
+/// stderr says why.
+fn job_manager(config: EngineConfig) -> Result<JobManager, Fatal> {
+    match JobManager::new(config.clone()) {
+        Ok(jobs) => Ok(jobs),
         Err(e) if config.store.is_some() => {
             let dir = config.store.as_ref().map(|s| s.dir.display().to_string());
             eprintln!(
@@ -106,31 +147,20 @@ async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), Strin
                 store: None,
                 ..config
             })
-            .map_err(|e| e.to_string())?
+            .map_err(|e| Fatal(e.to_string()))
         }
-        Err(e) => return Err(e.to_string()),
-    };
-    let mut attach = None;
-    let server = server::Server::new(jobs.clone()).with_editor(editor);
-    let outcome = tokio::select! {
-        r = async {
-            let service = server.serve(transport::stdio()).await?;
-            // `ptyjobs attach`: a person may take over a job, through a socket in the state
-            // directory. Made once the handshake is answered: the client waits for nothing else.
-            attach = jobs.store().and_then(|_| {
-                jobs.serve_attach()
-                    .inspect_err(|e| tracing::warn!("ptyjobs attach is unavailable: {e}"))
-                    .ok()
-            });
-            service.waiting().await?;
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
-        } => match r {
-            Ok(()) => { tracing::info!("stdin closed; shutting down"); Ok(()) }
-            Err(e) => { tracing::info!("session ended: {e}"); Ok(()) }
-        },
-        why = termination.recv() => { tracing::info!("{why}; shutting down"); Ok(()) }
-    };
-    drop(attach);
-    jobs.shutdown().await;
-    outcome
+        Err(e) => Err(Fatal(e.to_string())),
+    }
 }
+
+/// No job manager could be made: the server cannot serve.
+#[derive(Debug)]
+struct Fatal(String);
+
+impl std::fmt::Display for Fatal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Fatal {}

@@ -42,7 +42,9 @@ Jobs are killed when the server exits.";
 /// The MCP server: the tools over one shared [`JobManager`].
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) jobs: JobManager,
+    /// Set once the state directory is opened, beside the handshake ([`Self::set_jobs`]):
+    /// `initialize` needs no job. See [`Self::jobs`].
+    jobs: Arc<OnceLock<JobManager>>,
     /// The editor given with `--editor`, set as each job's GIT_EDITOR, EDITOR and VISUAL.
     pub(crate) editor: Option<Arc<str>>,
     subscriptions: Arc<Subscriptions>,
@@ -53,26 +55,25 @@ pub struct Server {
 }
 
 /// The tools with their schemas, one set per process. Generating every tool's schemas costs
-/// about a millisecond of CPU at start and `initialize` needs none of them: [`prepare_tools`]
-/// builds them on a thread of their own while the server starts, and the first call that needs
-/// them waits for that if it must.
+/// about a millisecond of CPU and ~200 page faults, and `initialize` needs none of them: built
+/// on a blocking thread once the handshake is answered ([`prepare_tools`]), so that on a
+/// 2-core machine they do not compete with the start itself; the first call that needs them
+/// waits for that if it must (or builds them, if it comes first).
 static TOOLS: OnceLock<ToolRouter<Server>> = OnceLock::new();
 
-/// Starts building the tools' schemas in the background (see [`TOOLS`]). If no thread can be
-/// started, the first call that needs them builds them.
+/// Starts building the tools' schemas on the runtime's blocking pool (see [`TOOLS`]); call
+/// inside the runtime. A call that needs them first builds them itself.
 pub fn prepare_tools() {
-    let _ = std::thread::Builder::new()
-        .name("ptyjobs-schemas".into())
-        .spawn(|| {
-            TOOLS.get_or_init(Server::tools_with_schemas);
-        });
+    tokio::task::spawn_blocking(|| {
+        TOOLS.get_or_init(Server::tools_with_schemas);
+    });
 }
 
 impl Server {
-    /// A server answering with `jobs`.
-    pub fn new(jobs: JobManager) -> Self {
+    /// A server whose jobs are given later by [`Self::set_jobs`].
+    pub fn new() -> Self {
         Self {
-            jobs,
+            jobs: Arc::default(),
             editor: None,
             subscriptions: Arc::default(),
             cancelled: Arc::default(),
@@ -84,6 +85,23 @@ impl Server {
         portable(
             Self::job_tools() + Self::output_tools() + Self::terminal_tools() + Self::wait_tools(),
         )
+    }
+
+    /// Gives the server its job manager (once; a second manager is ignored).
+    pub fn set_jobs(&self, jobs: JobManager) {
+        let _ = self.jobs.set(jobs);
+    }
+
+    /// The job manager. A request that arrives before [`Self::set_jobs`] (a fraction of a
+    /// millisecond after start, while the state directory is opened) waits for it here, so
+    /// every tool call sees the store.
+    pub(crate) fn jobs(&self) -> &JobManager {
+        self.jobs.wait()
+    }
+
+    /// The job manager, if it is made yet.
+    pub fn jobs_if_ready(&self) -> Option<&JobManager> {
+        self.jobs.get()
     }
 
     /// The tools (see [`TOOLS`]).
@@ -133,7 +151,7 @@ impl Server {
             .and_then(|id| id.parse().ok());
         match (result.is_error, job) {
             (Some(true), _) | (_, None) => Ok(started),
-            (_, Some(id)) => match self.jobs.status_async(id).await {
+            (_, Some(id)) => match self.jobs().status_async(id).await {
                 Ok(info) => Ok(CallToolResponse::Task(tasks::created(&info))),
                 Err(_) => Ok(started),
             },
@@ -192,7 +210,7 @@ impl ServerHandler for Server {
         request: GetTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let (jobs, cancelled) = (self.jobs.clone(), self.cancelled.clone());
+        let (jobs, cancelled) = (self.jobs().clone(), self.cancelled.clone());
         off_runtime(move || tasks::get(&jobs, &cancelled, &request.task_id)).await
     }
 
@@ -201,7 +219,7 @@ impl ServerHandler for Server {
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (jobs, cancelled) = (self.jobs.clone(), self.cancelled.clone());
+        let (jobs, cancelled) = (self.jobs().clone(), self.cancelled.clone());
         off_runtime(move || tasks::cancel(&jobs, &cancelled, &request.task_id)).await
     }
 
@@ -211,7 +229,7 @@ impl ServerHandler for Server {
     ) -> Option<SubscriptionFilter> {
         let mut accepted = requested.supported_by(&self.get_info().capabilities);
         if let Some(uris) = accepted.resource_subscriptions.as_mut() {
-            uris.retain(|uri| resources::exists(&self.jobs, uri));
+            uris.retain(|uri| resources::exists(self.jobs(), uri));
         }
         Some(accepted)
     }
@@ -222,7 +240,7 @@ impl ServerHandler for Server {
         let mut notifiers = Vec::new();
         for uri in context.accepted().resource_subscriptions.iter().flatten() {
             notifiers.push(resources::listen_to(
-                &self.jobs,
+                self.jobs(),
                 uri,
                 context.sink().clone(),
             )?);
@@ -255,7 +273,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (jobs, cursor) = (self.jobs.clone(), cursor.map(str::to_owned));
+        let (jobs, cursor) = (self.jobs().clone(), cursor.map(str::to_owned));
         off_runtime(move || resources::list(&jobs, cursor.as_deref())).await
     }
 
@@ -272,7 +290,7 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let jobs = self.jobs.clone();
+        let jobs = self.jobs().clone();
         off_runtime(move || resources::read(&jobs, &request.uri))
             .await
             .map(Into::into)
@@ -285,7 +303,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.subscriptions
-            .subscribe(&self.jobs, request.uri, context.peer)
+            .subscribe(self.jobs(), request.uri, context.peer)
     }
 
     #[allow(deprecated)]

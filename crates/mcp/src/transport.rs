@@ -222,7 +222,11 @@ pub fn check(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, String> {
             }
         }
     }
-    match ClientJsonRpcMessage::deserialize(&value) {
+    // From here on the value is given away (its strings move into rmcp's message instead of
+    // being copied): keep what the errors below need.
+    let (id, has_method) = (id.cloned(), msg.contains_key("method"));
+    let id = id.as_ref();
+    match ClientJsonRpcMessage::deserialize(value) {
         // rmcp reads a known method whose params do not fit as an unknown one ("method not
         // found"): the method exists, its params are wrong.
         Ok(ClientJsonRpcMessage::Request(r))
@@ -237,9 +241,7 @@ pub fn check(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, String> {
             )
         }
         Ok(message) => Ok(Some(message)),
-        Err(e) if msg.contains_key("method") => {
-            answer_or_drop(id, -32602, &format!("invalid params: {e}"))
-        }
+        Err(e) if has_method => answer_or_drop(id, -32602, &format!("invalid params: {e}")),
         Err(e) => answer_or_drop(id, -32600, &format!("invalid request: {e}")),
     }
 }

@@ -47,7 +47,7 @@ impl Server {
             name: p.name,
             timeout: seconds(p.timeout_secs)?,
         };
-        let job = self.jobs.execute(spec)?;
+        let job = self.jobs().execute(spec)?;
         // The resource list changed (this job appeared, maybe an old one was forgotten).
         self.resource_list_changed(&context.peer);
         let id = job.id;
@@ -63,7 +63,7 @@ impl Server {
             ..WaitSpec::default()
         };
         let progress = super::progress(&context);
-        let wait = self.jobs.wait_for(id, &until_exit, progress);
+        let wait = self.jobs().wait_for(id, &until_exit, progress);
         tokio::select! {
             outcome = wait => Ok(Json(started.with_outcome(outcome?.into()))),
             () = context.ct.cancelled() => Err(ToolError::invalid("the wait was cancelled; the job runs on")),
@@ -77,7 +77,7 @@ impl Server {
         Parameters(p): Parameters<JobIdParams>,
     ) -> Result<Json<StatusResult>, ToolError> {
         let id = job_id(&p.job_id)?;
-        Ok(Json(self.jobs.status_async(id).await?.into()))
+        Ok(Json(self.jobs().status_async(id).await?.into()))
     }
 
     /// List jobs with their status, name, command, start time and exit code, newest first.
@@ -89,7 +89,7 @@ impl Server {
         Parameters(p): Parameters<ListParams>,
     ) -> Result<Json<ListResult>, ToolError> {
         let jobs: Vec<_> = self
-            .jobs
+            .jobs()
             .list_async()
             .await?
             .into_iter()
@@ -140,7 +140,7 @@ impl Server {
         };
         // Capped by the engine (EngineConfig::max_kill_grace), the one cap.
         let grace = p.grace_ms.map(Duration::from_millis);
-        Ok(Json(self.jobs.kill(id, signal, grace).await?.into()))
+        Ok(Json(self.jobs().kill(id, signal, grace).await?.into()))
     }
 
     /// Forget a finished job: its record and its saved output are deleted for good. Running
@@ -156,7 +156,7 @@ impl Server {
         peer: Peer<RoleServer>,
     ) -> Result<Json<RemoveResult>, ToolError> {
         let id = job_id(&p.job_id)?;
-        self.jobs.remove_async(id).await?;
+        self.jobs().remove_async(id).await?;
         self.resource_list_changed(&peer);
         Ok(Json(RemoveResult {
             job_id: id.to_string(),

@@ -25,7 +25,7 @@ impl Server {
         let limit = count("limit", p.limit, DEFAULT_OUTPUT_LIMIT, 1, usize::MAX)?;
         let max_bytes = budget::requested(p.max_bytes);
         let slice = self
-            .jobs
+            .jobs()
             .output_async(id, p.offset, Some(limit), max_bytes)
             .await?;
         Ok(Json(OutputResult::new(slice, max_bytes)))
@@ -42,7 +42,7 @@ impl Server {
         let id = job_id(&p.job_id)?;
         let lines = count("lines", p.lines, DEFAULT_TAIL_LINES, 1, MAX_TAIL_LINES)?;
         let max_bytes = budget::requested(p.max_bytes);
-        let slice = self.jobs.tail_async(id, lines, max_bytes).await?;
+        let slice = self.jobs().tail_async(id, lines, max_bytes).await?;
         Ok(Json(TailResult::new(slice, max_bytes)))
     }
 
@@ -65,7 +65,7 @@ impl Server {
         )?;
         let re = compile_pattern(&p.pattern)?;
         Ok(Json(
-            self.jobs.search_async(id, re, context, max).await?.into(),
+            self.jobs().search_async(id, re, context, max).await?.into(),
         ))
     }
 }

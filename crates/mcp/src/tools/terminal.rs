@@ -43,12 +43,12 @@ impl Server {
         };
         let input = input.unwrap_or_default();
         let done = self
-            .jobs
+            .jobs()
             .interact_with(id, input.as_bytes(), &keys, wait)
             .await?;
         // The same range as an engine slice, to fit it like every other read.
         let lines = usize::try_from(done.next_offset - done.first_line).unwrap_or(usize::MAX);
-        let mut slice = self.jobs.output(id, Some(done.first_line), Some(lines))?;
+        let mut slice = self.jobs().output(id, Some(done.first_line), Some(lines))?;
         let read = Accounting::fit(&mut slice, OUTPUT_BUDGET);
         Ok(Json(InteractResult {
             truncated: read.omitted_lines > 0 || read.omitted_bytes > 0,
@@ -69,8 +69,8 @@ impl Server {
         Parameters(p): Parameters<ScreenParams>,
     ) -> Result<Json<ScreenResult>, ToolError> {
         let id = job_id(&p.job_id)?;
-        let screen = self.jobs.screen_async(id).await?;
-        let status = self.jobs.status_async(id).await?.status;
+        let screen = self.jobs().screen_async(id).await?;
+        let status = self.jobs().status_async(id).await?.status;
         Ok(Json(ScreenResult::new(
             screen,
             status.into(),
@@ -91,8 +91,8 @@ impl Server {
         Parameters(p): Parameters<ResizeParams>,
     ) -> Result<Json<ResizeResult>, ToolError> {
         let id = job_id(&p.job_id)?;
-        let resized = self.jobs.resize(id, p.cols, p.rows)?;
-        let info = self.jobs.status_async(id).await?;
+        let resized = self.jobs().resize(id, p.cols, p.rows)?;
+        let info = self.jobs().status_async(id).await?;
         let (cols, rows) = info.size;
         let message = if resized {
             format!("The terminal is now {cols}x{rows}.")

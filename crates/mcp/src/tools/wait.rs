@@ -43,7 +43,7 @@ impl Server {
             input: p.input,
             timeout: seconds(p.timeout_secs)?,
         };
-        let wait = self.jobs.wait_for(id, &spec, super::progress(&context));
+        let wait = self.jobs().wait_for(id, &spec, super::progress(&context));
         // Dropping the engine's future (when the client cancels) ends the wait at once.
         tokio::select! {
             outcome = wait => Ok(Json(outcome?.into())),

@@ -35,7 +35,27 @@ struct Raw {
 }
 
 impl Raw {
+    /// The server, after the handshake.
     async fn start(args: &[&str]) -> Self {
+        let mut raw = Self::spawn(args).await;
+        raw.send(
+            &json!({
+                "jsonrpc": "2.0", "id": "init", "method": "initialize",
+                "params": { "protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": { "name": "raw", "version": "0" } }
+            })
+            .to_string(),
+        )
+        .await;
+        let init = raw.answer(&json!("init"), DEADLINE).await;
+        assert!(init.get("result").is_some(), "{init}");
+        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        raw
+    }
+
+    /// The server, before any line is sent to it.
+    async fn spawn(args: &[&str]) -> Self {
         let state = tempfile::tempdir().expect("temp dir");
         let mut child = Command::new(BIN)
             .args(args)
@@ -69,7 +89,7 @@ impl Raw {
                 log.push('\n');
             }
         });
-        let mut raw = Self {
+        Self {
             child,
             stdin,
             lines,
@@ -77,21 +97,7 @@ impl Raw {
             stderr: log,
             _state: state,
             jobs: Vec::new(),
-        };
-        raw.send(
-            &json!({
-                "jsonrpc": "2.0", "id": "init", "method": "initialize",
-                "params": { "protocolVersion": "2025-06-18", "capabilities": {},
-                            "clientInfo": { "name": "raw", "version": "0" } }
-            })
-            .to_string(),
-        )
-        .await;
-        let init = raw.answer(&json!("init"), DEADLINE).await;
-        assert!(init.get("result").is_some(), "{init}");
-        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .await;
-        raw
+        }
     }
 
     async fn send(&mut self, line: &str) {
@@ -179,6 +185,45 @@ impl Drop for Raw {
             kill_session(sid);
         }
     }
+}
+
+/// The state directory is opened beside the handshake, off its path. A call written right
+/// behind `initialize`, in the same write, before any answer is read, must still see it: the
+/// job it starts has its record on disk when the call is answered.
+#[tokio::test]
+async fn a_call_pipelined_behind_initialize_sees_the_state_directory() {
+    let mut s = Raw::spawn(&[]).await;
+    let lines = [
+        json!({ "jsonrpc": "2.0", "id": "init", "method": "initialize",
+                "params": { "protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": { "name": "raw", "version": "0" } } }),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": { "name": "execute_command",
+                            "arguments": { "command": "echo piped" } } }),
+    ]
+    .map(|v| v.to_string());
+    s.send(&lines.join("\n")).await;
+    let init = s.answer(&json!("init"), DEADLINE).await;
+    assert!(init.get("result").is_some(), "{init}");
+    let started = s.answer(&json!(1), DEADLINE).await;
+    let job = &started["result"]["structuredContent"];
+    if let Some(pid) = job["pid"].as_u64() {
+        s.jobs.push(pid as u32);
+    }
+    let id = job["job_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"));
+    let record = s._state.path().join("jobs").join(id).join("meta.json");
+    assert!(
+        record.is_file(),
+        "no record at {}; stderr:\n{}",
+        record.display(),
+        s.log()
+    );
+    assert!(!s.log().contains("in memory only"), "{}", s.log());
+    s.assert_pings(2).await;
+    s.assert_alive();
 }
 
 #[tokio::test]

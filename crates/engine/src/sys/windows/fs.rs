@@ -5,8 +5,10 @@
 //!   symbolic link or junction (a reparse point) before it is used, which leaves a race a
 //!   local attacker with write access to the directory could win. The directory lives under
 //!   `%LOCALAPPDATA%`, which only its user (and administrators) can write by default.
-//! - No user-only ACL is set on the directory: it inherits `%LOCALAPPDATA%`'s (the user, SYSTEM
-//!   and administrators). Ownership is not checked.
+//! - The state directory, `jobs\` and each job's directory are created with a user-only
+//!   security descriptor (owner the user, a protected DACL granting only the user), and an
+//!   existing state directory or `jobs\` is refused unless the user owns it and no one else
+//!   may use it: see [`super::acl`], which says what is allowed and why.
 //! - A file is written under a fresh random name created with `create_new` (it cannot exist
 //!   before), then renamed into place (`MoveFileEx` with replace): a reader sees the old or the
 //!   new content, never a mix.
@@ -17,6 +19,7 @@ use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
 use std::os::windows::io::AsRawHandle;
 use std::path::{Path, PathBuf};
 
+use super::acl;
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS,
     FILE_FLAG_OPEN_REPARSE_POINT, GetFileInformationByHandle,
@@ -99,16 +102,25 @@ fn meta_of(path: &Path) -> std::io::Result<Meta> {
 }
 
 impl Dir {
-    /// Opens the state directory at `path`, creating it (and its parents) when `create` and it
-    /// is missing. It must be a real directory, not a link.
+    /// Opens the state directory at `path`, creating it user-only (and its parents as they
+    /// come) when `create` and it is missing. It must be a directory (a link to one is
+    /// followed: where it lives is the user's choice) that is the user's own ([`acl`]).
     pub(crate) fn open_state(path: &Path, create: bool) -> std::io::Result<Self> {
         if create {
-            std::fs::create_dir_all(path)?;
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)?;
+            }
+            acl::create_dir_private(path)?;
         }
         let m = std::fs::metadata(path)?;
         if !m.is_dir() {
             return Err(std::io::Error::from_raw_os_error(NOT_A_DIRECTORY));
         }
+        let dir = OpenOptions::new()
+            .read(true)
+            .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+            .open(path)?;
+        acl::check_private(dir.as_raw_handle(), path)?;
         Ok(Self {
             path: path.to_path_buf(),
         })
@@ -125,7 +137,7 @@ impl Dir {
         if create {
             self.mkdir(name)?;
         }
-        self.sub(name).map_err(|e| {
+        let sub = self.sub(name).map_err(|e| {
             if is_link_error(&e) {
                 std::io::Error::new(
                     std::io::ErrorKind::PermissionDenied,
@@ -137,24 +149,27 @@ impl Dir {
             } else {
                 e
             }
-        })
+        })?;
+        acl::check_private(open_any(&sub.path)?.as_raw_handle(), shown)?;
+        Ok(sub)
     }
 
     fn at(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
-    /// Creates the directory `name`; an existing one is fine.
+    /// Creates the directory `name` user-only ([`acl`]); an existing one is fine.
     pub(crate) fn mkdir(&self, name: &str) -> std::io::Result<()> {
-        match std::fs::create_dir(self.at(name)) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
-            _ => Ok(()),
-        }
+        acl::create_dir_private(&self.at(name)).map(drop)
     }
 
-    /// Creates the directory `name`; it must not exist yet.
+    /// Creates the directory `name` user-only ([`acl`]); it must not exist yet.
     pub(crate) fn mkdir_new(&self, name: &str) -> std::io::Result<()> {
-        std::fs::create_dir(self.at(name))
+        if acl::create_dir_private(&self.at(name))? {
+            Ok(())
+        } else {
+            Err(std::io::ErrorKind::AlreadyExists.into())
+        }
     }
 
     /// Opens the subdirectory `name`; a link there is an error ([`is_link_error`]).
@@ -394,5 +409,29 @@ mod tests {
         jobs.remove_tree("job").unwrap();
         assert!(!jobs.exists("job"));
         jobs.remove_file("missing").unwrap();
+    }
+
+    #[test]
+    fn a_state_directory_or_jobs_dir_others_may_use_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let state = root.path().join("deep").join("state");
+        let dir = Dir::open_state(&state, true).unwrap();
+        dir.private_sub("jobs", true, &state.join("jobs")).unwrap();
+        // Reopened as they were made: fine.
+        let dir = Dir::open_state(&state, false).unwrap();
+        dir.private_sub("jobs", false, &state.join("jobs")).unwrap();
+        super::acl::grant_everyone(&state.join("jobs"));
+        let e = dir
+            .private_sub("jobs", false, &state.join("jobs"))
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
+        assert!(
+            e.to_string()
+                .contains("jobs: its access control list grants S-1-1-0"),
+            "{e}"
+        );
+        super::acl::grant_everyone(&state);
+        let e = Dir::open_state(&state, true).unwrap_err();
+        assert!(e.to_string().contains("grants S-1-1-0 access"), "{e}");
     }
 }

@@ -6,6 +6,7 @@
 //! under Wine (the only Windows the test suite has) the first makes the console host exit and
 //! the second leaves the child writing nowhere.
 
+pub(crate) mod acl;
 pub(crate) mod fs;
 pub(crate) mod launch;
 pub(crate) mod pty;
