@@ -2,8 +2,13 @@
 //! output, with the engine's fast path (`Terminal::new`) and through the vt100 emulator only
 //! (`Terminal::emulator_only`, the reference the fast path is tested against).
 //!
-//! `parse [MB] [CHUNK]` (defaults 50 MB, 65536-byte chunks) feeds the same bytes to both, three
-//! times each, interleaved, and prints the median rates and their ratio.
+//! `parse [MB] [CHUNK] [KIND...]` (defaults 50 MB, 65536-byte chunks, the kinds `plain`, `ansi`,
+//! `progress`) feeds the same bytes to both, three times each, interleaved, and prints the median
+//! rates and their ratio. Two more kinds are the workloads as the PTY delivers them:
+//! `lines` (lines of 49 characters, `\r\n`) and `long` (one line of `x`, no newline).
+//! `PTYJOBS_PARSE_ONLY=fast` (or `emulator`) feeds only one of the two, once: for counting
+//! instructions per byte under `valgrind --tool=cachegrind` (a measure the machine's load does
+//! not change).
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 use std::time::{Duration, Instant};
@@ -21,10 +26,18 @@ fn feed(mut t: Terminal, data: &[u8], chunk: usize) -> Duration {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<usize> = all.iter().filter_map(|a| a.parse().ok()).collect();
+    let mut kinds: Vec<&str> = all
+        .iter()
+        .filter(|a| a.parse::<usize>().is_err())
+        .map(String::as_str)
         .collect();
+    if kinds.is_empty() {
+        kinds = KINDS.to_vec();
+    }
+    let only = std::env::var("PTYJOBS_PARSE_ONLY").ok();
+    let rounds = if only.is_some() { 1 } else { 3 };
     let mb = args.first().copied().unwrap_or(50);
     let chunk = args.get(1).copied().unwrap_or(65536);
     let c = EngineConfig::default();
@@ -37,32 +50,41 @@ fn main() {
     );
     println!("| output | engine (fast path) | vt100 emulator only | ratio |");
     println!("|---|---|---|---|");
-    for kind in KINDS {
+    for kind in kinds {
         // As the PTY delivers it: its line discipline turns `\n` into `\r\n`.
-        let s: Vec<u8> = sample(kind)
-            .into_iter()
-            .flat_map(|b| {
-                if b == b'\n' {
-                    vec![b'\r', b'\n']
-                } else {
-                    vec![b]
-                }
-            })
-            .collect();
+        let s: Vec<u8> = match kind {
+            "lines" => format!("{}\n", "x".repeat(49)).into_bytes(),
+            "long" => b"x".to_vec(),
+            _ => sample(kind),
+        }
+        .into_iter()
+        .flat_map(|b| {
+            if b == b'\n' {
+                vec![b'\r', b'\n']
+            } else {
+                vec![b]
+            }
+        })
+        .collect();
         let data: Vec<u8> = s.iter().copied().cycle().take(mb * 1_000_000).collect();
         let (mut f, mut e) = (vec![], vec![]);
-        for _ in 0..3 {
-            f.push(feed(new(), &data, chunk));
-            e.push(feed(emu(), &data, chunk));
+        for _ in 0..rounds {
+            if only.as_deref() != Some("emulator") {
+                f.push(feed(new(), &data, chunk));
+            }
+            if only.as_deref() != Some("fast") {
+                e.push(feed(emu(), &data, chunk));
+            }
         }
         f.sort();
         e.sort();
+        let mid = |v: &[Duration]| v.get(v.len() / 2).copied().unwrap_or(Duration::MAX);
         let rate = |d: Duration| data.len() as f64 / d.as_secs_f64() / 1e6;
         println!(
             "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × |",
-            rate(f[1]),
-            rate(e[1]),
-            rate(f[1]) / rate(e[1])
+            rate(mid(&f)),
+            rate(mid(&e)),
+            rate(mid(&f)) / rate(mid(&e))
         );
     }
     println!();

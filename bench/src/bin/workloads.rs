@@ -15,6 +15,11 @@
 //!   that does not use a PTY at all would do (its answer is the same bytes, unparsed).
 //!
 //! SCALE shrinks the sizes for a quick run (`0.1`: 100,000 lines, a 5 MB line).
+//!
+//! `workloads ROUNDS SCALE WORKLOAD [READERS]` runs one workload only (`lines` or `long`) and,
+//! with READERS (a comma-separated subset of `bare,engine,pipe`), only those readers: to profile
+//! one path (`perf record`, `valgrind --tool=cachegrind ... long engine`). A reader left out
+//! shows as 0 in the table.
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 use std::io::Read;
@@ -134,13 +139,26 @@ async fn engine(m: &JobManager, w: &Workload) -> Duration {
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
     let scale: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1.0);
+    let only = args
+        .get(3)
+        .filter(|a| *a != "all")
+        .map(|a| match a.as_str() {
+            "long" => "one ",
+            _ => "lines",
+        });
+    let readers = args.get(4).map_or("bare,engine,pipe", String::as_str);
+    let (run_bare, run_engine, run_pipe) = (
+        readers.contains("bare"),
+        readers.contains("engine"),
+        readers.contains("pipe"),
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -165,11 +183,20 @@ fn main() {
         })
         .expect("manager");
         for w in workloads(scale) {
-            let (mut b, mut e, mut p) = (Vec::new(), Vec::new(), Vec::new());
+            if only.is_some_and(|o| !w.name.contains(o)) {
+                continue;
+            }
+            let (mut b, mut e, mut p) = (vec![], vec![], vec![]);
             for _ in 0..rounds {
-                b.push(bare(&w));
-                e.push(engine(&m, &w).await);
-                p.push(pipe(&w));
+                if run_bare {
+                    b.push(bare(&w));
+                }
+                if run_engine {
+                    e.push(engine(&m, &w).await);
+                }
+                if run_pipe {
+                    p.push(pipe(&w));
+                }
             }
             let (b, e, p) = (median(b), median(e), median(p));
             let rate = |d: Duration| w.bytes as f64 / d.as_secs_f64() / 1e6;

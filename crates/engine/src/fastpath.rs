@@ -65,12 +65,21 @@ impl LineModel {
 
     /// The row's cells up to the last non-blank one (0 = blank).
     pub fn row(&self) -> Vec<u8> {
-        let end = self
-            .cells
+        self.row_slice().to_vec()
+    }
+
+    /// [`Self::row`] without a copy. The blank end of the row is skipped 16 cells at a time:
+    /// a short line on a wide row costs a few compares, not one per column.
+    pub fn row_slice(&self) -> &[u8] {
+        let mut end = self.cells.len();
+        while end >= 16 && self.cells[end - 16..end].iter().all(|&c| c == 0) {
+            end -= 16;
+        }
+        let end = self.cells[..end]
             .iter()
             .rposition(|&c| c != 0)
             .map_or(0, |i| i + 1);
-        self.cells[..end].to_vec()
+        &self.cells[..end]
     }
 
     /// The row's text as the emulator would report it.
@@ -94,8 +103,7 @@ impl LineModel {
                     // A run of printable bytes is copied at once. It never reaches the last
                     // column: the emulator's pending-wrap state there is more than a cursor
                     // position, so that is left to the emulator.
-                    let run = buf[i..].iter().position(|b| !(0x20..=0x7e).contains(b));
-                    let len = run.unwrap_or(buf.len() - i);
+                    let len = printable_run(&buf[i..]);
                     let room = cols.saturating_sub(1).saturating_sub(self.cursor);
                     let take = len.min(room);
                     self.cells[self.cursor..self.cursor + take].copy_from_slice(&buf[i..i + take]);
@@ -162,6 +170,26 @@ impl LineModel {
         }
         Some(j + 1)
     }
+}
+
+/// How many bytes at the start of `buf` are printable ASCII (`0x20..=0x7e`): the bulk paths'
+/// scan, 16 bytes at a time (a loop the compiler turns into vector compares).
+pub(crate) fn printable_run(buf: &[u8]) -> usize {
+    let mut i = 0;
+    for chunk in buf.chunks_exact(16) {
+        let mut bad = 0u8;
+        for &b in chunk {
+            bad |= u8::from(b.wrapping_sub(0x20) > 0x5e);
+        }
+        if bad != 0 {
+            break;
+        }
+        i += 16;
+    }
+    i + buf[i..]
+        .iter()
+        .position(|b| !(0x20..=0x7e).contains(b))
+        .unwrap_or(buf.len() - i)
 }
 
 /// The text the emulator reports for a row of cells: blanks before content become spaces.
@@ -237,6 +265,20 @@ mod tests {
             Step::Stop(3),
             "the last column is left to the emulator"
         );
+    }
+
+    #[test]
+    fn the_printable_scan_stops_at_the_first_other_byte() {
+        for len in 0..40 {
+            for bad in [0x00u8, 0x1b, 0x1f, 0x7f, 0x80, 0xff] {
+                let mut buf = vec![b'a'; len];
+                assert_eq!(printable_run(&buf), len);
+                buf.push(bad);
+                buf.extend_from_slice(b"xyz");
+                assert_eq!(printable_run(&buf), len, "{len} {bad:#x}");
+            }
+        }
+        assert_eq!(printable_run(b" ~"), 2);
     }
 
     #[test]

@@ -179,6 +179,13 @@ pub struct Terminal {
     fast: bool,
     /// The fast path's model of the bottom row, while it is valid (see [`crate::fastpath`]).
     model: Option<LineModel>,
+    /// The screen a long line left, not drawn into the emulator yet: printable ASCII drawn from
+    /// the top-left corner of a blank screen — `rows - 1` full (wrapped) rows and part of the
+    /// bottom row, which the model holds too. Meanwhile the emulator shows that blank screen
+    /// with its cursor at home; anything that draws, or reads the emulator, draws it first
+    /// ([`Self::materialize`]), and the views ([`Self::screen`], [`Self::screen_lines`]) read
+    /// it as the screen it stands for.
+    deferred: Option<Vec<u8>>,
     /// A scroll region or insert mode is set: the fast path's picture of the screen is wrong.
     unusual_modes: (bool, bool),
     /// The last screen, once the job ended and the emulator was dropped ([`Self::finish`]).
@@ -212,6 +219,7 @@ impl Terminal {
             saved_main: Vec::new(),
             fast: true,
             model: None,
+            deferred: None,
             unusual_modes: (false, false),
             frozen: None,
             unborn: Some((cols, rows)),
@@ -269,6 +277,7 @@ impl Terminal {
         }
         // A sequence or string cut off by the end is never dispatched.
         self.mirror = Mirror::default();
+        self.materialize();
         self.model = None;
         if self.frozen.is_some() {
             return;
@@ -348,8 +357,14 @@ impl Terminal {
         if screen.alternate_screen() {
             return self.saved_main.clone();
         }
-        let text = screen_text(screen);
         let pending = &self.parser.callbacks().pending;
+        if let Some(deferred) = &self.deferred {
+            // One line, wrapped over the whole screen.
+            let mut line = pending.clone();
+            line.push_str(std::str::from_utf8(deferred).unwrap_or_default());
+            return vec![line];
+        }
+        let text = screen_text(screen);
         if text.is_empty() && pending.is_empty() {
             return Vec::new();
         }
@@ -366,6 +381,7 @@ impl Terminal {
             self.unborn = Some((cols, rows));
             return;
         }
+        self.materialize();
         self.model = None;
         self.parser.set_size(nonzero(rows), nonzero(cols));
     }
@@ -379,7 +395,7 @@ impl Terminal {
     /// (the prompt's line while a program waits at a prompt).
     pub fn cursor_line(&self) -> u64 {
         let total = self.total_lines();
-        if self.parser.screen().cursor_position().1 > 0 {
+        if self.deferred.is_some() || self.parser.screen().cursor_position().1 > 0 {
             total.saturating_sub(1)
         } else {
             total
@@ -484,9 +500,22 @@ impl Terminal {
         }
         let screen = self.parser.screen();
         let (height, cols) = screen.size();
-        let (cursor_row, cursor_col) = screen.cursor_position();
+        let (mut cursor_row, mut cursor_col) = screen.cursor_position();
+        let rows = match &self.deferred {
+            Some(deferred) => {
+                // Printable ASCII, every cell printed: each row reads as its characters.
+                let rows: Vec<String> = deferred
+                    .chunks(usize::from(cols.get()))
+                    .map(|row| String::from_utf8_lossy(row).into_owned())
+                    .collect();
+                cursor_row = height.get() - 1;
+                cursor_col = u16::try_from(rows.last().map_or(0, String::len)).unwrap_or(0);
+                rows
+            }
+            None => screen_rows(screen),
+        };
         ScreenSnapshot {
-            rows: screen_rows(screen),
+            rows,
             cursor_row,
             cursor_col,
             cols: cols.get(),

@@ -16,6 +16,14 @@ impl Terminal {
         }
         let mut touched = false;
         while !bytes.is_empty() {
+            if self.deferred.is_some() {
+                // A long line goes on: no emulator at all while it is printable text.
+                bytes = &bytes[self.extend_deferred(bytes)..];
+                if bytes.is_empty() {
+                    break;
+                }
+                self.materialize();
+            }
             if self.model.is_none() {
                 self.model = self.establish();
             }
@@ -33,13 +41,30 @@ impl Terminal {
                     touched = false; // the emulator shows the model now
                     continue;
                 }
+                // A shorter run on a screen the same line already fills: deferred as well.
+                if (0x20..=0x7e).contains(&bytes[0]) && self.defer_screen() {
+                    let used = self.extend_deferred(bytes);
+                    if used > 0 {
+                        bytes = &bytes[used..];
+                        touched = false;
+                        continue;
+                    }
+                    // Nothing it can take (one character into the last column): drawn back.
+                    self.materialize();
+                }
                 // A byte the model does not cover: hand the row back to the emulator.
                 self.sync();
                 touched = false;
                 self.model = None;
             }
             // The emulator takes the rest of this line; the model may apply again after it.
-            let n = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
+            // At a pending wrap on the bottom row (a long line's piece ended in the last
+            // column), one character is enough: it wraps, and the model takes the row again.
+            let n = if self.at_bottom_margin() && (0x20..=0x7e).contains(&bytes[0]) {
+                1
+            } else {
+                memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1)
+            };
             self.emulate(&bytes[..n]);
             bytes = &bytes[n..];
         }
@@ -120,13 +145,17 @@ impl Terminal {
         let rows = usize::from(self.parser.screen().size().0.get());
         // The emulator's bottom row may already show part of the first line.
         let continued = !model.is_fresh();
-        let mut lines: Vec<Vec<u8>> = Vec::new();
+        // The finished rows, one after another in one buffer (a run of short lines costs no
+        // allocation per line here), and where each ends.
+        let mut flat: Vec<u8> = Vec::new();
+        let mut ends: Vec<usize> = Vec::new();
         let mut used = 0;
         loop {
             match model.advance(&bytes[used..]) {
                 Step::Line(n) => {
                     used += n;
-                    lines.push(model.row());
+                    flat.extend_from_slice(model.row_slice());
+                    ends.push(flat.len());
                     model.next_row();
                 }
                 Step::Partial => {
@@ -142,31 +171,37 @@ impl Terminal {
         if let Some(c) = model.last.take() {
             self.last_printed = Some(char::from(c));
         }
+        let line = |i: usize| &flat[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
         let mut out = Vec::new();
-        let mut rest = &lines[..];
-        if continued && let Some((first, tail)) = rest.split_first() {
+        let mut from = 0;
+        if continued && !ends.is_empty() {
             out.extend_from_slice(b"\x1b[0m\r\x1b[2K");
-            draw_row(first, &mut out);
+            draw_row(line(0), &mut out);
             out.extend_from_slice(b"\r\n");
-            rest = tail;
+            from = 1;
         }
-        if rest.len() >= rows {
+        if ends.len() - from >= rows {
             // Scroll the old screen off through the emulator (its rows enter the transcript the
             // usual way), put the lines that would scroll off straight into the transcript, and
             // draw only the last screenful, discarding the blank rows that scroll off meanwhile.
             out.extend(std::iter::repeat_n(b'\n', rows - 1));
             self.draw(&out);
             out.clear();
-            let (direct, shown) = rest.split_at(rest.len() - (rows - 1));
+            let shown = ends.len() - (rows - 1);
             let capture = self.parser.callbacks_mut();
-            for line in direct {
-                capture.push_text(&row_text(line), true);
+            for i in from..shown {
+                let row = line(i);
+                if row.contains(&0) {
+                    capture.push_text(&row_text(row), true);
+                } else {
+                    capture.push_text(str_of(row), true);
+                }
             }
             capture.discard = rows - 1;
-            rest = shown;
+            from = shown;
         }
-        for line in rest {
-            draw_row(line, &mut out);
+        for i in from..ends.len() {
+            draw_row(line(i), &mut out);
             out.extend_from_slice(b"\r\n");
         }
         self.draw(&out);
@@ -197,10 +232,7 @@ impl Terminal {
         if rows < 2 || cols < 2 || c >= cols {
             return 0;
         }
-        let run = bytes
-            .iter()
-            .position(|b| !(0x20..=0x7e).contains(b))
-            .unwrap_or(bytes.len());
+        let run = crate::fastpath::printable_run(bytes);
         // Characters that fill the model's row, then those after the first wrap.
         let first = cols - c;
         let Some(mut after) = run.checked_sub(first).filter(|&k| k > 0) else {
@@ -225,10 +257,11 @@ impl Terminal {
         let mut line = row_text(&model_cells(self.model.as_ref(), c));
         line.push_str(std::str::from_utf8(&text[..gone]).unwrap_or_default());
         self.parser.callbacks_mut().push_text(&line, false);
-        let mut out = self.model.as_ref().map_or_else(Vec::new, |m| m.sgr.clone());
-        out.extend_from_slice(&text[gone..]);
-        self.draw(&out);
         debug_assert_eq!(self.parser.callbacks().discard, 0);
+        // The last screenful is drawn only when something needs the emulator (see
+        // [`Self::materialize`]): a line that goes on for megabytes costs a copy, not a
+        // screenful of emulation per piece.
+        self.deferred = Some(text[gone..].to_vec());
         if let Some(model) = self.model.as_mut() {
             model.next_row();
             model.cells[..last].copy_from_slice(&text[text.len() - last..]);
@@ -237,6 +270,114 @@ impl Terminal {
         }
         self.last_printed = text.last().map(|&b| char::from(b));
         text.len()
+    }
+
+    /// Continues the deferred screen (see [`Terminal::deferred`]) with the run of printable
+    /// ASCII at the start of `bytes`; returns how many bytes it took (0: none, the emulator
+    /// must take over). Rows pushed off the top go into the transcript as the unfinished line
+    /// they are, exactly as the emulator's scrolling would put them; the run never ends in the
+    /// last column (the emulator's pending wrap there is not a cursor position).
+    fn extend_deferred(&mut self, bytes: &[u8]) -> usize {
+        let (rows, cols) = self.parser.screen().size();
+        let (rows, cols) = (usize::from(rows.get()), usize::from(cols.get()));
+        let Some(screen) = self.deferred.as_mut() else {
+            return 0;
+        };
+        let mut take = crate::fastpath::printable_run(bytes);
+        if (screen.len() + take).is_multiple_of(cols) {
+            take = take.saturating_sub(1);
+        }
+        if take == 0 {
+            return 0;
+        }
+        let text = &bytes[..take];
+        let total = screen.len() + take;
+        let last = total % cols;
+        let gone = total - ((rows - 1) * cols + last);
+        let capture = self.parser.callbacks_mut();
+        if gone <= screen.len() {
+            if gone > 0 {
+                capture.push_text(str_of(&screen[..gone]), false);
+                screen.drain(..gone);
+            }
+            screen.extend_from_slice(text);
+        } else {
+            capture.push_text(str_of(screen), false);
+            let from_text = gone - screen.len();
+            capture.push_text(str_of(&text[..from_text]), false);
+            screen.clear();
+            screen.extend_from_slice(&text[from_text..]);
+        }
+        if let Some(model) = self.model.as_mut() {
+            model.next_row();
+            model.cells[..last].copy_from_slice(&screen[screen.len() - last..]);
+            model.cursor = last;
+            model.last = None;
+        }
+        self.last_printed = text.last().map(|&b| char::from(b));
+        take
+    }
+
+    /// Whether the emulator's cursor is in the last column of the main screen's bottom row.
+    fn at_bottom_margin(&self) -> bool {
+        let screen = self.parser.screen();
+        let (rows, cols) = screen.size();
+        let (row, col) = screen.cursor_position();
+        !screen.alternate_screen() && row + 1 == rows.get() && col + 1 >= cols.get()
+    }
+
+    /// Takes the emulator's screen over as deferred (see [`Terminal::deferred`]) when it shows
+    /// one line of printable ASCII wrapped over every row, the bottom row being the model's
+    /// (text from the left up to the cursor, nothing after it): a long line fed in pieces
+    /// smaller than a screenful. The emulator is cleared (its rows are held in the deferred
+    /// screen and enter the transcript when they scroll off, as they would have). Returns
+    /// whether it did.
+    fn defer_screen(&mut self) -> bool {
+        let Some(model) = self.model.as_ref() else {
+            return false;
+        };
+        let screen = self.parser.screen();
+        let (rows, cols) = screen.size();
+        let (rows, cols) = (rows.get(), cols.get());
+        let c = model.cursor;
+        if rows < 2
+            || c == 0
+            || model.cells[..c].contains(&0)
+            || model.cells[c..].iter().any(|&b| b != 0)
+            || screen.alternate_screen()
+            || !(0..rows - 1).all(|r| screen.row_wrapped(r))
+        {
+            return false;
+        }
+        let mut text = Vec::with_capacity(usize::from(rows) * usize::from(cols));
+        for r in 0..rows - 1 {
+            for col in 0..cols {
+                let Some(cell) = screen.cell(r, col) else {
+                    return false;
+                };
+                match cell.contents().as_bytes() {
+                    &[b] if (0x20..=0x7e).contains(&b) => text.push(b),
+                    _ => return false,
+                }
+            }
+        }
+        text.extend_from_slice(&model.cells[..c]);
+        // Cleared without scrolling: nothing reaches the transcript twice.
+        self.draw(b"\x1b[0m\x1b[H\x1b[2J");
+        self.deferred = Some(text);
+        true
+    }
+
+    /// Draws the deferred screen into the emulator, which shows a blank screen with its cursor
+    /// at home until then: afterwards it is exactly what drawing every character would have
+    /// made it, and the model describes its bottom row as before.
+    pub(super) fn materialize(&mut self) {
+        let Some(screen) = self.deferred.take() else {
+            return;
+        };
+        let mut out = self.model.as_ref().map_or_else(Vec::new, |m| m.sgr.clone());
+        out.extend_from_slice(&screen);
+        self.draw(&out);
     }
 
     /// Makes the emulator's bottom row, cursor and attributes match the model.
@@ -253,6 +394,11 @@ impl Terminal {
         out.extend_from_slice(&model.sgr);
         self.draw(&out);
     }
+}
+
+/// Printable ASCII as text (valid UTF-8 by construction).
+fn str_of(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
 }
 
 /// The model's cells before column `c` (its row as the run found it).

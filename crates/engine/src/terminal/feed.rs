@@ -141,6 +141,8 @@ impl Terminal {
     /// Acts on a sequence: a watched one reaches the emulator after the transcript took what
     /// it wipes; a query is answered from the emulator's state (the emulator ignores it).
     fn act(&mut self, act: Action, seq: &Sequence) {
+        // Queries and watched sequences look at the emulator's screen.
+        self.materialize();
         match act {
             Action::Repeat(n) => {
                 if let Some(c) = self.last_printed {

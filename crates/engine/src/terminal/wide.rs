@@ -86,6 +86,8 @@ impl Terminal {
     /// output must never take the reader down: the grid is rebuilt from the rows it showed, and
     /// the transcript (kept outside the grid) loses nothing.
     pub(super) fn draw(&mut self, bytes: &[u8]) {
+        // Whatever is drawn comes after the screen the bulk path deferred.
+        self.materialize();
         let parser = &mut self.parser;
         let drawn =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parser.process(bytes)));
