@@ -26,8 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::fastpath::LineModel;
 use crate::job::JobStatus;
-use crate::output::{OutputSlice, Transcript};
+use crate::output::OutputSlice;
 
+mod capture;
 mod fast;
 mod feed;
 mod parse;
@@ -35,8 +36,9 @@ mod replies;
 mod scan;
 mod wide;
 
+use capture::Capture;
 use parse::{Mirror, State};
-use scan::{REPLACEMENT, Watched, restore_row, sanitize_utf8, screen_rows, screen_text};
+use scan::{REPLACEMENT, Watched, sanitize_utf8, screen_rows, screen_text};
 
 /// What a person looking at the terminal sees right now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,105 +57,6 @@ pub struct ScreenSnapshot {
     pub alternate_screen: bool,
     /// The window title the program set (OSC 0/2), if any.
     pub title: Option<String>,
-}
-
-/// Receives vt100's events: rows scrolling off, the window title.
-struct Capture {
-    transcript: Transcript,
-    /// The current unfinished line made of wrapped rows that already scrolled off.
-    pending: String,
-    max_line_bytes: usize,
-    title: Option<String>,
-    /// Rows scrolling off that the fast path already put into the transcript itself.
-    discard: usize,
-    /// Final lines not yet taken by the owner, while it listens ([`Terminal::emit_final_lines`]).
-    emitted: Option<Vec<String>>,
-}
-
-impl Capture {
-    fn new(transcript_bytes: usize, max_line_bytes: usize) -> Self {
-        Self {
-            transcript: Transcript::new(transcript_bytes),
-            pending: String::new(),
-            max_line_bytes: max_line_bytes.max(1),
-            title: None,
-            discard: 0,
-            emitted: None,
-        }
-    }
-
-    fn push_text(&mut self, text: &str, line_ends: bool) {
-        self.pending.push_str(text);
-        // Pieces of at most `max_line_bytes` are cut from the front, and the rest is moved
-        // once: a long line costs time in proportion to its length.
-        let mut start = 0;
-        while self.pending.len() - start > self.max_line_bytes {
-            let mut cut = self.max_line_bytes;
-            while !self.pending.is_char_boundary(start + cut) {
-                cut -= 1;
-            }
-            let end = start + cut.max(1);
-            self.final_line(self.pending[start..end].to_owned());
-            start = end;
-        }
-        if start > 0 {
-            self.pending.drain(..start);
-        }
-        if line_ends {
-            let line = std::mem::take(&mut self.pending);
-            self.final_line(line);
-        }
-    }
-}
-
-impl Capture {
-    /// A line is final: into the transcript, and out as an event if the owner listens.
-    fn final_line(&mut self, line: String) {
-        if let Some(emitted) = &mut self.emitted {
-            emitted.push(line.clone());
-        }
-        self.transcript.push(line);
-    }
-}
-
-impl vt100::Callbacks for Capture {
-    fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
-        if alternate_screen {
-            return;
-        }
-        if self.discard > 0 {
-            self.discard -= 1;
-            return;
-        }
-        let mut formatted = String::new();
-        let mut state = vt100::capture::BasicFormattedCaptureState::new();
-        let _ = row.write_formatted_basic(&mut formatted, &mut state);
-        let wrapped = !ends_line(&row, &state);
-        let mut text = String::with_capacity(formatted.len());
-        for piece in vt100::capture::basic_formatted_to_plain(&formatted) {
-            text.push_str(piece);
-        }
-        self.push_text(&restore_row(text), !wrapped);
-    }
-}
-
-/// Whether the row just written with `state` ended its line (was not wrapped): vt100 keeps that
-/// in the capture state as "a newline is pending", which a second write reveals by starting
-/// with `\n`. The probe writer stops that second write at its first character.
-fn ends_line(
-    row: &vt100::capture::RowContents<'_>,
-    state: &vt100::capture::BasicFormattedCaptureState,
-) -> bool {
-    struct FirstChar(Option<char>);
-    impl std::fmt::Write for FirstChar {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            self.0 = s.chars().next();
-            Err(std::fmt::Error)
-        }
-    }
-    let mut probe = FirstChar(None);
-    let _ = row.write_formatted_basic(&mut probe, &mut state.clone());
-    probe.0 == Some('\n')
 }
 
 fn nonzero(v: u16) -> std::num::NonZeroU16 {

@@ -144,6 +144,9 @@ pub struct Store {
     /// A job directory made ahead of time, with its empty log: starting a job then costs one
     /// file written (its record) instead of three file-system creations (~80 µs each here).
     spare: Mutex<Option<Spare>>,
+    /// Set while a spare is being made: one at a time, so no second directory is made only to
+    /// be removed again (and a reader of the state directory never sees two spares of ours).
+    preparing: std::sync::atomic::AtomicBool,
     /// Final records already read: they never change, so listing hundreds of earlier jobs
     /// costs a directory read, not hundreds of file reads.
     finals: Mutex<HashMap<JobId, JobRecord>>,
@@ -222,6 +225,7 @@ impl Store {
             jobs,
             indexes: Mutex::default(),
             spare: Mutex::default(),
+            preparing: std::sync::atomic::AtomicBool::new(false),
             finals: Mutex::default(),
             settled: Mutex::default(),
             upkeep: Mutex::default(),
@@ -250,6 +254,7 @@ impl Store {
             server: None,
             indexes: Mutex::default(),
             spare: Mutex::default(),
+            preparing: std::sync::atomic::AtomicBool::new(false),
             finals: Mutex::default(),
             settled: Mutex::default(),
             upkeep: Mutex::default(),

@@ -52,6 +52,27 @@ impl Store {
     /// Makes a job directory (and its files) ahead of time for the next job, unless one is
     /// ready. Blocking file-system work: call it off the async runtime.
     pub(crate) fn prepare_spare(&self) {
+        use std::sync::atomic::Ordering;
+        // Checked before the flag is taken, so the flag is held only while no spare is ready
+        // (and a job can take none): a caller skipped below leaves the spare to be made.
+        if crate::manager::lock(&self.spare).is_some() {
+            return;
+        }
+        if self
+            .preparing
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // Another caller is making one.
+            return;
+        }
+        self.make_spare();
+        self.preparing.store(false, Ordering::Release);
+    }
+
+    /// [`Self::prepare_spare`]'s work, by its one caller at a time.
+    fn make_spare(&self) {
+        // A spare made by the flag's previous holder since the check.
         if crate::manager::lock(&self.spare).is_some() {
             return;
         }
@@ -68,7 +89,7 @@ impl Store {
                 let mut spare = crate::manager::lock(&self.spare);
                 match *spare {
                     None => *spare = Some(made),
-                    // Another caller was quicker.
+                    // Not reached while the flag is held; kept so a spare is never lost.
                     Some(_) => {
                         drop(spare);
                         let _ = self.jobs.remove_tree(&name);
