@@ -18,10 +18,21 @@ export async function mcpSmoke (runner, exe, timeoutMs = 60_000) {
     const msg = JSON.parse(line)
     if (msg.id !== undefined && pending.has(msg.id)) pending.get(msg.id)(msg)
   })
+  // A server that exits (or is killed by the timeout) fails the session with a message, not
+  // with an unhandled EPIPE on its stdin or a call that never resolves.
+  let gone = null
+  const rejects = new Set()
+  child.stdin.on('error', () => {})
+  child.on('exit', (code, signal) => {
+    gone = new Error(`the server exited (code ${code}, signal ${signal})`)
+    for (const reject of rejects) reject(gone)
+  })
   let next = 1
-  const call = (method, params) => new Promise((resolve) => {
+  const call = (method, params) => new Promise((resolve, reject) => {
+    if (gone) return reject(gone)
     const id = next++
     pending.set(id, resolve)
+    rejects.add(reject)
     child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n')
   })
   const tool = async (name, args) => {
