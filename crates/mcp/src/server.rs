@@ -260,6 +260,15 @@ impl ServerHandler for Server {
                 }
             }));
         }
+        // A change between the acknowledgement and the registration above would be lost: one
+        // notification of each kind now says "read again" (a spurious one is harmless), and
+        // tells the client that every later change will be notified.
+        for uri in context.accepted().resource_subscriptions.iter().flatten() {
+            let _ = context.sink().notify_resource_updated(uri.clone()).await;
+        }
+        if context.accepted().resources_list_changed == Some(true) {
+            let _ = context.sink().notify_resource_list_changed().await;
+        }
         context.cancelled().await;
         for n in notifiers {
             n.abort();

@@ -69,6 +69,10 @@ async fn subscriptions_listen_streams_job_updates_and_list_changes() {
     );
     assert_eq!(sub.acknowledged().resources_list_changed, Some(true));
 
+    // Once registered, the stream says so with one notification of each kind (a change
+    // between the acknowledgement and the registration is not lost).
+    expect_both(&mut sub, &uri).await;
+
     // The job prints: an update of its output resource.
     s.ok(
         "interact_with_job",
@@ -78,6 +82,19 @@ async fn subscriptions_listen_streams_job_updates_and_list_changes() {
     // A job appears: the list changed.
     let (other, _) = s.exec("sleep 1000").await;
     assert_ne!(other, id);
+    expect_both(&mut sub, &uri).await;
+    // resources/subscribe is not part of 2026-07-28.
+    #[allow(deprecated)]
+    let legacy = s
+        .client()
+        .subscribe(SubscribeRequestParams::new(uri.clone()))
+        .await;
+    assert!(legacy.is_err(), "resources/subscribe on 2026: {legacy:?}");
+    s.assert_serving().await;
+}
+
+/// Waits (bounded) until `sub` has brought an update of `uri` and a resource-list change.
+async fn expect_both(sub: &mut rmcp::service::Subscription, uri: &str) {
     let (mut updated, mut listed) = (false, false);
     let end = tokio::time::Instant::now() + DEADLINE;
     while !(updated && listed) {
@@ -96,12 +113,4 @@ async fn subscriptions_listen_streams_job_updates_and_list_changes() {
             _ => {}
         }
     }
-    // resources/subscribe is not part of 2026-07-28.
-    #[allow(deprecated)]
-    let legacy = s
-        .client()
-        .subscribe(SubscribeRequestParams::new(uri.clone()))
-        .await;
-    assert!(legacy.is_err(), "resources/subscribe on 2026: {legacy:?}");
-    s.assert_serving().await;
 }
