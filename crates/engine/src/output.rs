@@ -4,13 +4,14 @@
 //! from the front but never renumbers the rest, so an `offset` a caller saved keeps meaning the
 //! same line. What is no longer held is counted in `dropped_lines`.
 
-use std::collections::VecDeque;
-
 use serde::Serialize;
 
 use crate::job::JobStatus;
 
+mod transcript;
 pub(crate) mod window;
+
+pub use transcript::Transcript;
 
 /// A read of a job's transcript.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,63 +129,6 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// What holding one line costs beside its text: the `String` header in the deque and the
-/// allocator's rounding. Charged against the cap so that it bounds memory, not just text
-/// (a million one-character lines would otherwise cost ~50 MB under a 16 MB cap).
-const LINE_OVERHEAD: usize = 48;
-
-/// Final lines of a job, bounded in bytes (text plus [`LINE_OVERHEAD`] per line).
-#[derive(Debug)]
-pub struct Transcript {
-    lines: VecDeque<String>,
-    /// Absolute number of `lines[0]`.
-    first: u64,
-    bytes: usize,
-    cap_bytes: usize,
-}
-
-impl Transcript {
-    /// An empty transcript holding at most `cap_bytes` bytes (text plus a fixed overhead per
-    /// line; at least one line is always held, whatever its size).
-    pub fn new(cap_bytes: usize) -> Self {
-        Self {
-            lines: VecDeque::new(),
-            first: 0,
-            bytes: 0,
-            cap_bytes,
-        }
-    }
-
-    /// Appends one final line and evicts from the front while over the cap.
-    pub fn push(&mut self, line: String) {
-        self.bytes += line.len() + LINE_OVERHEAD;
-        self.lines.push_back(line);
-        while self.bytes > self.cap_bytes && self.lines.len() > 1 {
-            if let Some(old) = self.lines.pop_front() {
-                self.bytes -= old.len() + LINE_OVERHEAD;
-                self.first += 1;
-            }
-        }
-    }
-
-    /// Absolute number of the first held line (= lines dropped so far).
-    pub fn first_line(&self) -> u64 {
-        self.first
-    }
-
-    /// Absolute number one past the last final line.
-    pub fn end_line(&self) -> u64 {
-        self.first + self.lines.len() as u64
-    }
-
-    /// Held lines from absolute number `from` (clamped to what is held) to the end.
-    pub fn iter_from(&self, from: u64) -> impl Iterator<Item = &str> {
-        let skip = from.saturating_sub(self.first);
-        let skip = usize::try_from(skip).unwrap_or(usize::MAX);
-        self.lines.iter().skip(skip).map(String::as_str)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,30 +185,5 @@ mod tests {
         let mut small = slice_of("short");
         small.fit(1000);
         assert_eq!(small.output, "short");
-    }
-
-    #[test]
-    fn eviction_keeps_absolute_numbers() {
-        let mut t = Transcript::new(3 * (5 + LINE_OVERHEAD) + 1);
-        for i in 0..10 {
-            t.push(format!("line{i}"));
-        }
-        // each line costs its 5 bytes of text plus the overhead: 3 fit
-        assert_eq!(t.first_line(), 7);
-        assert_eq!(t.end_line(), 10);
-        assert_eq!(t.iter_from(7).next(), Some("line7"));
-        assert_eq!(t.iter_from(8).collect::<Vec<_>>(), ["line8", "line9"]);
-        assert_eq!(t.iter_from(0).count(), 3);
-        assert!(t.bytes <= 3 * (5 + LINE_OVERHEAD) + 1);
-    }
-
-    #[test]
-    fn a_line_larger_than_the_cap_is_still_held_alone() {
-        let mut t = Transcript::new(4);
-        t.push("a".repeat(10));
-        assert_eq!(t.end_line(), 1);
-        t.push("b".into());
-        assert_eq!(t.first_line(), 1);
-        assert_eq!(t.iter_from(0).collect::<Vec<_>>(), ["b"]);
     }
 }

@@ -29,6 +29,7 @@ use crate::job::JobStatus;
 use crate::output::OutputSlice;
 
 mod capture;
+mod deferred;
 mod fast;
 mod feed;
 mod parse;
@@ -37,6 +38,7 @@ mod scan;
 mod wide;
 
 use capture::Capture;
+use deferred::Deferred;
 use parse::{Mirror, State};
 use scan::{REPLACEMENT, Watched, sanitize_utf8, screen_rows, screen_text};
 
@@ -82,13 +84,11 @@ pub struct Terminal {
     fast: bool,
     /// The fast path's model of the bottom row, while it is valid (see [`crate::fastpath`]).
     model: Option<LineModel>,
-    /// The screen a long line left, not drawn into the emulator yet: printable ASCII drawn from
-    /// the top-left corner of a blank screen — `rows - 1` full (wrapped) rows and part of the
-    /// bottom row, which the model holds too. Meanwhile the emulator shows that blank screen
-    /// with its cursor at home; anything that draws, or reads the emulator, draws it first
+    /// The screen a long line or a run of short lines left, not drawn into the emulator yet
+    /// (see [`Deferred`]): anything that draws, or reads the emulator, draws it first
     /// ([`Self::materialize`]), and the views ([`Self::screen`], [`Self::screen_lines`]) read
-    /// it as the screen it stands for.
-    deferred: Option<Vec<u8>>,
+    /// it as the screen it stands for. While it is held, the model is too.
+    deferred: Option<Deferred>,
     /// A scroll region or insert mode is set: the fast path's picture of the screen is wrong.
     unusual_modes: (bool, bool),
     /// The last screen, once the job ended and the emulator was dropped ([`Self::finish`]).
@@ -261,13 +261,7 @@ impl Terminal {
             return self.saved_main.clone();
         }
         let pending = &self.parser.callbacks().pending;
-        if let Some(deferred) = &self.deferred {
-            // One line, wrapped over the whole screen.
-            let mut line = pending.clone();
-            line.push_str(std::str::from_utf8(deferred).unwrap_or_default());
-            return vec![line];
-        }
-        let text = screen_text(screen);
+        let text = self.deferred_text().unwrap_or_else(|| screen_text(screen));
         if text.is_empty() && pending.is_empty() {
             return Vec::new();
         }
@@ -298,7 +292,12 @@ impl Terminal {
     /// (the prompt's line while a program waits at a prompt).
     pub fn cursor_line(&self) -> u64 {
         let total = self.total_lines();
-        if self.deferred.is_some() || self.parser.screen().cursor_position().1 > 0 {
+        let col = match (&self.deferred, &self.model) {
+            (Some(Deferred::Wrapped(_)), _) => 1,
+            (Some(Deferred::Lines(_)), Some(model)) => model.cursor,
+            _ => usize::from(self.parser.screen().cursor_position().1),
+        };
+        if col > 0 {
             total.saturating_sub(1)
         } else {
             total
@@ -404,15 +403,9 @@ impl Terminal {
         let screen = self.parser.screen();
         let (height, cols) = screen.size();
         let (mut cursor_row, mut cursor_col) = screen.cursor_position();
-        let rows = match &self.deferred {
-            Some(deferred) => {
-                // Printable ASCII, every cell printed: each row reads as its characters.
-                let rows: Vec<String> = deferred
-                    .chunks(usize::from(cols.get()))
-                    .map(|row| String::from_utf8_lossy(row).into_owned())
-                    .collect();
-                cursor_row = height.get() - 1;
-                cursor_col = u16::try_from(rows.last().map_or(0, String::len)).unwrap_or(0);
+        let rows = match self.deferred_rows(usize::from(cols.get()), height.get()) {
+            Some((rows, row, col)) => {
+                (cursor_row, cursor_col) = (row, col);
                 rows
             }
             None => screen_rows(screen),

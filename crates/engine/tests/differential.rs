@@ -9,7 +9,7 @@
 #[path = "common/streams.rs"]
 mod streams;
 
-use ptyjobs_engine::{ScreenSnapshot, Terminal};
+use ptyjobs_engine::{JobStatus, ScreenSnapshot, Terminal};
 use streams::{Rng, long_line, piece};
 
 struct Case {
@@ -387,5 +387,72 @@ fn a_long_line_reads_the_same_between_any_two_pieces() {
         }
         assert_eq!(fast.text(), slow.text(), "seed {seed}, finished");
         assert_eq!(fast.screen(), slow.screen(), "seed {seed}, finished");
+    }
+}
+
+/// Runs of short lines (the fast path keeps a screenful of them undrawn while they scroll,
+/// and the transcript stores them in one buffer) read the same as the emulator alone between
+/// any two pieces: the screen, the transcript, its line numbers (with a small cap evicting
+/// lines, and a small line cap cutting them), the cursor's line and a cursor query's answer.
+#[test]
+fn runs_of_short_lines_read_the_same_between_any_two_pieces() {
+    for seed in 1..=300u64 {
+        let mut r = Rng(seed ^ 0x5107);
+        let (cols, rows) = *r.pick(&[(80u16, 24u16), (30, 6), (7, 3), (2, 2), (12, 4), (20, 1)]);
+        let mut input = Vec::new();
+        for _ in 0..r.below(4) + 1 {
+            streams::short_lines(&mut r, usize::from(cols), usize::from(rows), &mut input);
+            if r.below(3) == 0 {
+                input.extend_from_slice(b"tail\x1b[6n");
+            }
+        }
+        let (cap, line_cap) = match r.below(3) {
+            0 => (BIG * 16, BIG),
+            1 => (1500 + r.below(3000), BIG),
+            _ => (BIG, 5 + r.below(30)),
+        };
+        let mut fast = Terminal::new(cols, rows, cap, line_cap);
+        let mut slow = Terminal::emulator_only(cols, rows, cap, line_cap);
+        let mut at = 0;
+        while at < input.len() {
+            let max = *r.pick(&[3, 60, 700, 5000]);
+            let n = (r.below(max) + 1).min(input.len() - at);
+            for t in [&mut fast, &mut slow] {
+                t.feed(&input[at..at + n]);
+            }
+            at += n;
+            let what = format!("seed {seed}, {cols}x{rows}, after {at} bytes");
+            assert_eq!(fast.screen(), slow.screen(), "{what}");
+            // The whole transcript with its numbers (first held, final, total), and a read
+            // from an offset inside it.
+            let status = JobStatus::Running;
+            assert_eq!(
+                fast.slice(None, None, status),
+                slow.slice(None, None, status),
+                "{what}"
+            );
+            let from = Some(
+                slow.total_lines()
+                    .saturating_sub(r.below(2 * usize::from(rows)) as u64),
+            );
+            assert_eq!(
+                fast.slice(from, Some(rows.into()), status),
+                slow.slice(from, Some(rows.into()), status),
+                "{what}"
+            );
+            assert_eq!(fast.total_lines(), slow.total_lines(), "{what}");
+            assert_eq!(fast.cursor_line(), slow.cursor_line(), "{what}");
+            assert_eq!(fast.take_replies(), slow.take_replies(), "{what}");
+        }
+        for t in [&mut fast, &mut slow] {
+            t.finish();
+        }
+        assert_eq!(fast.text(), slow.text(), "seed {seed}, finished");
+        assert_eq!(fast.screen(), slow.screen(), "seed {seed}, finished");
+        assert_eq!(
+            fast.total_lines(),
+            slow.total_lines(),
+            "seed {seed}, finished"
+        );
     }
 }

@@ -31,6 +31,11 @@ impl Capture {
     }
 
     pub(super) fn push_text(&mut self, text: &str, line_ends: bool) {
+        if line_ends && self.pending.is_empty() && text.len() <= self.max_line_bytes {
+            // A whole line (the common case): straight into the transcript, no copy of its own.
+            final_line(&mut self.transcript, &mut self.emitted, text);
+            return;
+        }
         self.pending.push_str(text);
         // Pieces of at most `max_line_bytes` are cut from the front, and the rest is moved
         // once: a long line costs time in proportion to its length.
@@ -41,27 +46,29 @@ impl Capture {
                 cut -= 1;
             }
             let end = start + cut.max(1);
-            self.final_line(self.pending[start..end].to_owned());
+            final_line(
+                &mut self.transcript,
+                &mut self.emitted,
+                &self.pending[start..end],
+            );
             start = end;
         }
         if start > 0 {
             self.pending.drain(..start);
         }
         if line_ends {
-            let line = std::mem::take(&mut self.pending);
-            self.final_line(line);
+            final_line(&mut self.transcript, &mut self.emitted, &self.pending);
+            self.pending.clear();
         }
     }
 }
 
-impl Capture {
-    /// A line is final: into the transcript, and out as an event if the owner listens.
-    pub(super) fn final_line(&mut self, line: String) {
-        if let Some(emitted) = &mut self.emitted {
-            emitted.push(line.clone());
-        }
-        self.transcript.push(line);
+/// A line is final: into the transcript, and out as an event if the owner listens.
+fn final_line(transcript: &mut Transcript, emitted: &mut Option<Vec<String>>, line: &str) {
+    if let Some(emitted) = emitted {
+        emitted.push(line.to_owned());
     }
+    transcript.push_str(line);
 }
 
 impl vt100::Callbacks for Capture {

@@ -3,6 +3,7 @@
 use vt100::Color;
 
 use super::Terminal;
+use super::deferred::{Deferred, Rows, push_row};
 use crate::fastpath::{LineModel, Step, draw_row, row_text};
 
 impl Terminal {
@@ -16,7 +17,7 @@ impl Terminal {
         }
         let mut touched = false;
         while !bytes.is_empty() {
-            if self.deferred.is_some() {
+            if matches!(self.deferred, Some(Deferred::Wrapped(_))) {
                 // A long line goes on: no emulator at all while it is printable text.
                 bytes = &bytes[self.extend_deferred(bytes)..];
                 if bytes.is_empty() {
@@ -29,10 +30,15 @@ impl Terminal {
             }
             if self.model.is_some() {
                 let used = self.run_model(bytes);
-                touched |= used > 0;
+                // A deferred run of lines is not in the emulator: nothing to write back yet.
+                touched = (touched || used > 0) && !self.lines_deferred();
                 bytes = &bytes[used..];
                 if bytes.is_empty() {
                     break;
+                }
+                // Something the model does not cover: the emulator must show the screen.
+                if self.lines_deferred() {
+                    self.materialize();
                 }
                 // Text running past the margin: a long line, wrapped in bulk.
                 let wrapped = self.wrap_run(bytes);
@@ -172,6 +178,13 @@ impl Terminal {
             self.last_printed = Some(char::from(c));
         }
         let line = |i: usize| &flat[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+        if let Some(Deferred::Lines(shown)) = self.deferred.as_mut() {
+            // The run goes on below a deferred screen: every finished row (the model's own
+            // first) enters it at the bottom, and the emulator is not touched.
+            let lines: Vec<&[u8]> = (0..ends.len()).map(line).collect();
+            shown.scroll_in(&lines, self.parser.callbacks_mut());
+            return used;
+        }
         let mut out = Vec::new();
         let mut from = 0;
         if continued && !ends.is_empty() {
@@ -182,22 +195,26 @@ impl Terminal {
         }
         if ends.len() - from >= rows {
             // Scroll the old screen off through the emulator (its rows enter the transcript the
-            // usual way), put the lines that would scroll off straight into the transcript, and
-            // draw only the last screenful, discarding the blank rows that scroll off meanwhile.
+            // usual way) and put the lines that would scroll off straight into the transcript.
             out.extend(std::iter::repeat_n(b'\n', rows - 1));
             self.draw(&out);
             out.clear();
             let shown = ends.len() - (rows - 1);
             let capture = self.parser.callbacks_mut();
             for i in from..shown {
-                let row = line(i);
-                if row.contains(&0) {
-                    capture.push_text(&row_text(row), true);
-                } else {
-                    capture.push_text(str_of(row), true);
-                }
+                push_row(capture, line(i));
             }
-            capture.discard = rows - 1;
+            if rows >= 2 {
+                // The last screenful is drawn only when something needs the emulator (see
+                // [`Self::materialize`]): a run of lines costs a copy per line, not two
+                // screenfuls of emulation per piece.
+                let lines: Vec<&[u8]> = (shown..ends.len()).map(line).collect();
+                let cols = usize::from(self.parser.screen().size().1.get());
+                self.deferred = Some(Deferred::Lines(Rows::new(rows - 1, cols, &lines)));
+                return used;
+            }
+            // (One row: nothing left to draw but blank rows scrolling off.)
+            self.parser.callbacks_mut().discard = rows - 1;
             from = shown;
         }
         for i in from..ends.len() {
@@ -261,7 +278,7 @@ impl Terminal {
         // The last screenful is drawn only when something needs the emulator (see
         // [`Self::materialize`]): a line that goes on for megabytes costs a copy, not a
         // screenful of emulation per piece.
-        self.deferred = Some(text[gone..].to_vec());
+        self.deferred = Some(Deferred::Wrapped(text[gone..].to_vec()));
         if let Some(model) = self.model.as_mut() {
             model.next_row();
             model.cells[..last].copy_from_slice(&text[text.len() - last..]);
@@ -280,7 +297,7 @@ impl Terminal {
     fn extend_deferred(&mut self, bytes: &[u8]) -> usize {
         let (rows, cols) = self.parser.screen().size();
         let (rows, cols) = (usize::from(rows.get()), usize::from(cols.get()));
-        let Some(screen) = self.deferred.as_mut() else {
+        let Some(Deferred::Wrapped(screen)) = self.deferred.as_mut() else {
             return 0;
         };
         let mut take = crate::fastpath::printable_run(bytes);
@@ -364,24 +381,12 @@ impl Terminal {
         text.extend_from_slice(&model.cells[..c]);
         // Cleared without scrolling: nothing reaches the transcript twice.
         self.draw(b"\x1b[0m\x1b[H\x1b[2J");
-        self.deferred = Some(text);
+        self.deferred = Some(Deferred::Wrapped(text));
         true
     }
 
-    /// Draws the deferred screen into the emulator, which shows a blank screen with its cursor
-    /// at home until then: afterwards it is exactly what drawing every character would have
-    /// made it, and the model describes its bottom row as before.
-    pub(super) fn materialize(&mut self) {
-        let Some(screen) = self.deferred.take() else {
-            return;
-        };
-        let mut out = self.model.as_ref().map_or_else(Vec::new, |m| m.sgr.clone());
-        out.extend_from_slice(&screen);
-        self.draw(&out);
-    }
-
     /// Makes the emulator's bottom row, cursor and attributes match the model.
-    fn sync(&mut self) {
+    pub(super) fn sync(&mut self) {
         let Some(model) = &self.model else { return };
         // Always redrawn: a row the model emptied (`\r\x1b[K`) may still show text in the
         // emulator (a row taken over, or left by a bulk wrap).

@@ -275,3 +275,59 @@ pub fn long_line(r: &mut Rng, cols: usize, out: &mut Vec<u8>) {
         }
     }
 }
+
+/// A run of short lines (up to five screenfuls of `rows`, each line `\r\n`-ended as a PTY
+/// delivers it): text up to the margin, blank lines, printed trailing spaces, colours, `\r`
+/// redraws and erases (`\x1b[1K` leaves blank cells before the text), and now and then
+/// something the line model does not take: a tab, a wide or invalid character, a line that
+/// wraps, a cursor query, a clear, or any other piece of output.
+pub fn short_lines(r: &mut Rng, cols: usize, rows: usize, out: &mut Vec<u8>) {
+    // Up to `below - 1` printable characters.
+    fn printable(r: &mut Rng, below: usize, out: &mut Vec<u8>) {
+        let n = r.below(below);
+        out.extend((0..n).map(|_| b' ' + r.below(95) as u8));
+    }
+    for _ in 0..r.below(rows * 5 + 2) + 1 {
+        match r.below(60) {
+            0 => out.extend_from_slice(b"\t"),
+            1 => out.extend_from_slice(r.pick(WIDE).as_bytes()),
+            2 => out.extend_from_slice(r.bytes(INVALID)),
+            3 => {
+                let n = cols + r.below(cols * 2 + 1);
+                out.extend((0..n).map(|_| b'!' + r.below(90) as u8));
+            }
+            4 => out.extend_from_slice(b"\x1b[6n"),
+            5 => {
+                out.extend_from_slice(r.pick(&["\x1b[2J", "\x1b[H\x1b[J", "\x1b[5;1H"]).as_bytes())
+            }
+            6 => piece(r, cols, out),
+            7 => out.extend_from_slice(b"\x1b[3b"),
+            _ => {}
+        }
+        match r.below(12) {
+            0 => {}
+            1 => out.extend_from_slice(b"   "),
+            2 => {
+                printable(r, cols, out);
+                out.extend_from_slice(b"\x1b[1K");
+                printable(r, cols / 2 + 1, out);
+            }
+            3 => {
+                printable(r, cols, out);
+                out.extend_from_slice(b"\r");
+                printable(r, cols / 2 + 1, out);
+                out.extend_from_slice(r.pick(&["\x1b[K", "", "\x1b[2K"]).as_bytes());
+            }
+            4 => {
+                out.extend_from_slice(
+                    r.pick(&["\x1b[32m", "\x1b[1;4m", "\x1b[0m", "\x1b[m"])
+                        .as_bytes(),
+                );
+                printable(r, cols, out);
+                out.extend_from_slice(r.pick(&["\x1b[0m", ""]).as_bytes());
+            }
+            _ => printable(r, cols, out),
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+}
