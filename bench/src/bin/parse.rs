@@ -8,7 +8,8 @@
 //! `lines` (lines of 49 characters, `\r\n`) and `long` (one line of `x`, no newline).
 //! `PTYJOBS_PARSE_ONLY=fast` (or `emulator`) feeds only one of the two, once: for counting
 //! instructions per byte under `valgrind --tool=cachegrind` (a measure the machine's load does
-//! not change).
+//! not change); `PTYJOBS_PARSE_ONLY=none` builds the input and feeds nothing, to subtract what
+//! the bench itself costs.
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 use std::time::{Duration, Instant};
@@ -69,6 +70,9 @@ fn main() {
         let data: Vec<u8> = s.iter().copied().cycle().take(mb * 1_000_000).collect();
         let (mut f, mut e) = (vec![], vec![]);
         for _ in 0..rounds {
+            if only.as_deref() == Some("none") {
+                continue;
+            }
             if only.as_deref() != Some("emulator") {
                 f.push(feed(new(), &data, chunk));
             }

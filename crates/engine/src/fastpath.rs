@@ -31,6 +31,10 @@ pub(crate) enum Step {
 pub(crate) struct LineModel {
     /// One byte per column; 0 is a blank cell.
     pub cells: Vec<u8>,
+    /// No cell at or past this column holds anything: what a new row clears and where the
+    /// row's end is looked for (a short line on a wide row costs its own length, not the
+    /// row's). Whoever writes `cells` directly raises it.
+    pub extent: usize,
     pub cursor: usize,
     /// Whether the current attributes are the defaults (no SGR since the last reset).
     pub attrs_default: bool,
@@ -45,6 +49,7 @@ impl LineModel {
     pub fn new(cols: u16) -> Self {
         Self {
             cells: vec![0; usize::from(cols)],
+            extent: 0,
             cursor: 0,
             attrs_default: true,
             sgr: Vec::new(),
@@ -54,13 +59,23 @@ impl LineModel {
 
     /// Whether the row is blank with the cursor at its start.
     pub fn is_fresh(&self) -> bool {
-        self.cursor == 0 && self.cells.iter().all(|&c| c == 0)
+        self.cursor == 0 && self.cells[..self.extent].iter().all(|&c| c == 0)
     }
 
     /// Starts a new row (after a newline on the bottom row, the screen scrolled).
     pub fn next_row(&mut self) {
-        self.cells.fill(0);
+        self.cells[..self.extent].fill(0);
+        self.extent = 0;
         self.cursor = 0;
+    }
+
+    /// Starts a new row holding `text` (printable ASCII, shorter than the row), the cursor
+    /// after it.
+    pub fn start_row(&mut self, text: &[u8]) {
+        self.next_row();
+        self.cells[..text.len()].copy_from_slice(text);
+        self.cursor = text.len();
+        self.extent = text.len();
     }
 
     /// The row's cells up to the last non-blank one (0 = blank).
@@ -68,14 +83,10 @@ impl LineModel {
         self.row_slice().to_vec()
     }
 
-    /// [`Self::row`] without a copy. The blank end of the row is skipped 16 cells at a time:
-    /// a short line on a wide row costs a few compares, not one per column.
+    /// [`Self::row`] without a copy. The row's end is looked for back from its extent: a
+    /// short line on a wide row costs a compare or two, not one per column.
     pub fn row_slice(&self) -> &[u8] {
-        let mut end = self.cells.len();
-        while end >= 16 && self.cells[end - 16..end].iter().all(|&c| c == 0) {
-            end -= 16;
-        }
-        let end = self.cells[..end]
+        let end = self.cells[..self.extent]
             .iter()
             .rposition(|&c| c != 0)
             .map_or(0, |i| i + 1);
@@ -108,6 +119,7 @@ impl LineModel {
                     let take = len.min(room);
                     self.cells[self.cursor..self.cursor + take].copy_from_slice(&buf[i..i + take]);
                     self.cursor += take;
+                    self.extent = self.extent.max(self.cursor);
                     if take > 0 {
                         self.last = Some(buf[i + take - 1]);
                     }
@@ -160,9 +172,17 @@ impl LineModel {
                 let cursor = self.cursor.min(self.cells.len());
                 let last = self.cells.len() - 1;
                 match params {
-                    b"" | b"0" => self.cells[cursor..].fill(0),
+                    b"" | b"0" => {
+                        if cursor < self.extent {
+                            self.cells[cursor..self.extent].fill(0);
+                            self.extent = cursor;
+                        }
+                    }
                     b"1" => self.cells[..=cursor.min(last)].fill(0),
-                    b"2" => self.cells.fill(0),
+                    b"2" => {
+                        self.cells[..self.extent].fill(0);
+                        self.extent = 0;
+                    }
                     _ => return None,
                 }
             }
@@ -270,7 +290,7 @@ mod tests {
     #[test]
     fn the_printable_scan_stops_at_the_first_other_byte() {
         for len in 0..40 {
-            for bad in [0x00u8, 0x1b, 0x1f, 0x7f, 0x80, 0xff] {
+            for bad in [0x00u8, 0x1b, 0x1f, 0x7f, 0x80, 0x9f, 0xa0, 0xff] {
                 let mut buf = vec![b'a'; len];
                 assert_eq!(printable_run(&buf), len);
                 buf.push(bad);
@@ -279,6 +299,15 @@ mod tests {
             }
         }
         assert_eq!(printable_run(b" ~"), 2);
+        // Every byte value, at every place in a word.
+        for bad in 0..=255u8 {
+            for at in 0..17 {
+                let mut buf = vec![b'~'; 24];
+                buf[at] = bad;
+                let want = if (0x20..=0x7e).contains(&bad) { 24 } else { at };
+                assert_eq!(printable_run(&buf), want, "{bad:#x} at {at}");
+            }
+        }
     }
 
     #[test]
@@ -289,6 +318,7 @@ mod tests {
         let mut m2 = LineModel::new(20);
         m2.cells[0] = b'a';
         m2.cells[5] = b'b';
+        m2.extent = 6;
         let mut out = Vec::new();
         m2.draw(&mut out);
         assert_eq!(out, b"a\x1b[4Cb");

@@ -30,16 +30,17 @@ pub(super) struct Rows {
 }
 
 impl Rows {
-    /// `slots` rows, the last `slots` of the finished `lines` (there are at least that many).
-    pub(super) fn new(slots: usize, cols: usize, lines: &[&[u8]]) -> Self {
+    /// `slots` rows, the last `slots` of the `finished` rows (there are at least that many).
+    pub(super) fn new(slots: usize, cols: usize, finished: &Finished<'_>) -> Self {
         let mut rows = Self {
             cols,
             cells: vec![0; slots * cols],
             lens: vec![0; slots],
             head: 0,
         };
-        for (slot, row) in lines[lines.len() - slots..].iter().enumerate() {
-            rows.put(slot, row);
+        let first = finished.len() - slots;
+        for slot in 0..slots {
+            rows.put(slot, finished.row(first + slot));
         }
         rows
     }
@@ -60,24 +61,66 @@ impl Rows {
         (0..n).map(move |i| self.slot((self.head + i) % n))
     }
 
-    /// The finished `lines` (in order) enter at the bottom: as many rows scroll off the top
-    /// into the transcript, as the emulator's scrolling would put them there, and lines that
+    /// The `finished` rows (in order) enter at the bottom: as many rows scroll off the top
+    /// into the transcript, as the emulator's scrolling would put them there, and rows that
     /// would scroll off before the screen ever showed them go there directly.
-    pub(super) fn scroll_in(&mut self, lines: &[&[u8]], capture: &mut Capture) {
+    pub(super) fn scroll_in(&mut self, finished: &Finished<'_>, capture: &mut Capture) {
         let n = self.lens.len();
-        let kept = lines.len().min(n);
+        let kept = finished.len().min(n);
         for i in 0..kept {
             push_row(capture, self.slot((self.head + i) % n));
         }
-        let (gone, shown) = lines.split_at(lines.len() - kept);
-        for row in gone {
-            push_row(capture, row);
+        let gone = finished.len() - kept;
+        for i in 0..gone {
+            finished.push(i, capture);
         }
-        for (i, row) in shown.iter().enumerate() {
-            self.put((self.head + i) % n, row);
+        for i in 0..kept {
+            self.put((self.head + i) % n, finished.row(gone + i));
         }
         if n > 0 {
             self.head = (self.head + kept) % n;
+        }
+    }
+}
+
+/// Rows the line model finished, one after another in one buffer, and where each ends.
+pub(super) struct Finished<'a> {
+    flat: &'a [u8],
+    ends: &'a [usize],
+    /// `flat` as text when no row has a blank cell: checked once for the whole run, not per
+    /// line (the cells are printable ASCII or blank).
+    text: Option<&'a str>,
+}
+
+impl<'a> Finished<'a> {
+    pub(super) fn new(flat: &'a [u8], ends: &'a [usize]) -> Self {
+        let text = match memchr::memchr(0, flat) {
+            None => std::str::from_utf8(flat).ok(),
+            Some(_) => None,
+        };
+        Self { flat, ends, text }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn bounds(&self, i: usize) -> (usize, usize) {
+        (if i == 0 { 0 } else { self.ends[i - 1] }, self.ends[i])
+    }
+
+    /// Row `i`'s cells.
+    pub(super) fn row(&self, i: usize) -> &'a [u8] {
+        let (start, end) = self.bounds(i);
+        &self.flat[start..end]
+    }
+
+    /// Row `i` into the transcript as the line it is.
+    pub(super) fn push(&self, i: usize, capture: &mut Capture) {
+        let (start, end) = self.bounds(i);
+        match self.text.and_then(|t| t.get(start..end)) {
+            Some(line) => capture.push_text(line, true),
+            None => push_row(capture, self.row(i)),
         }
     }
 }

@@ -3,7 +3,7 @@
 use vt100::Color;
 
 use super::Terminal;
-use super::deferred::{Deferred, Rows, push_row};
+use super::deferred::{Deferred, Finished, Rows};
 use crate::fastpath::{LineModel, Step, draw_row, row_text};
 
 impl Terminal {
@@ -131,6 +131,7 @@ impl Terminal {
                 model.cells[usize::from(c)] = b;
             }
         }
+        model.extent = model.cells.len();
         // Taken over only as text written from the left up to the cursor, nothing after it
         // (what a long line leaves); other rows keep to the emulator.
         let col = usize::from(col);
@@ -177,12 +178,12 @@ impl Terminal {
         if let Some(c) = model.last.take() {
             self.last_printed = Some(char::from(c));
         }
-        let line = |i: usize| &flat[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+        let finished = Finished::new(&flat, &ends);
+        let line = |i: usize| finished.row(i);
         if let Some(Deferred::Lines(shown)) = self.deferred.as_mut() {
             // The run goes on below a deferred screen: every finished row (the model's own
             // first) enters it at the bottom, and the emulator is not touched.
-            let lines: Vec<&[u8]> = (0..ends.len()).map(line).collect();
-            shown.scroll_in(&lines, self.parser.callbacks_mut());
+            shown.scroll_in(&finished, self.parser.callbacks_mut());
             return used;
         }
         let mut out = Vec::new();
@@ -202,15 +203,15 @@ impl Terminal {
             let shown = ends.len() - (rows - 1);
             let capture = self.parser.callbacks_mut();
             for i in from..shown {
-                push_row(capture, line(i));
+                finished.push(i, capture);
             }
             if rows >= 2 {
                 // The last screenful is drawn only when something needs the emulator (see
                 // [`Self::materialize`]): a run of lines costs a copy per line, not two
                 // screenfuls of emulation per piece.
-                let lines: Vec<&[u8]> = (shown..ends.len()).map(line).collect();
                 let cols = usize::from(self.parser.screen().size().1.get());
-                self.deferred = Some(Deferred::Lines(Rows::new(rows - 1, cols, &lines)));
+                let rows = Rows::new(rows - 1, cols, &finished);
+                self.deferred = Some(Deferred::Lines(rows));
                 return used;
             }
             // (One row: nothing left to draw but blank rows scrolling off.)
@@ -280,9 +281,7 @@ impl Terminal {
         // screenful of emulation per piece.
         self.deferred = Some(Deferred::Wrapped(text[gone..].to_vec()));
         if let Some(model) = self.model.as_mut() {
-            model.next_row();
-            model.cells[..last].copy_from_slice(&text[text.len() - last..]);
-            model.cursor = last;
+            model.start_row(&text[text.len() - last..]);
             model.last = None;
         }
         self.last_printed = text.last().map(|&b| char::from(b));
@@ -326,9 +325,7 @@ impl Terminal {
             screen.extend_from_slice(&text[from_text..]);
         }
         if let Some(model) = self.model.as_mut() {
-            model.next_row();
-            model.cells[..last].copy_from_slice(&screen[screen.len() - last..]);
-            model.cursor = last;
+            model.start_row(&screen[screen.len() - last..]);
             model.last = None;
         }
         self.last_printed = text.last().map(|&b| char::from(b));
