@@ -236,12 +236,12 @@ impl Terminal {
         self.parser
             .callbacks_mut()
             .emitted
-            .get_or_insert_with(Vec::new);
+            .get_or_insert_with(capture::FinalLines::default);
     }
 
     /// The lines that became final since the last call, in order (empty unless
     /// [`Self::emit_final_lines`] was called): for the job's other sinks, such as the disk log.
-    pub(crate) fn take_final_lines(&mut self) -> Vec<String> {
+    pub(crate) fn take_final_lines(&mut self) -> capture::FinalLines {
         self.parser
             .callbacks_mut()
             .emitted

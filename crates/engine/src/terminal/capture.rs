@@ -15,7 +15,7 @@ pub(super) struct Capture {
     /// Rows scrolling off that the fast path already put into the transcript itself.
     pub(super) discard: usize,
     /// Final lines not yet taken by the owner, while it listens ([`Terminal::emit_final_lines`]).
-    pub(super) emitted: Option<Vec<String>>,
+    pub(super) emitted: Option<FinalLines>,
 }
 
 impl Capture {
@@ -64,11 +64,64 @@ impl Capture {
 }
 
 /// A line is final: into the transcript, and out as an event if the owner listens.
-fn final_line(transcript: &mut Transcript, emitted: &mut Option<Vec<String>>, line: &str) {
+fn final_line(transcript: &mut Transcript, emitted: &mut Option<FinalLines>, line: &str) {
     if let Some(emitted) = emitted {
-        emitted.push(line.to_owned());
+        emitted.push(line);
     }
     transcript.push_str(line);
+}
+
+/// Lines that became final, in order, for the job's other sinks (the disk log): their text one
+/// after another in one buffer, not a `String` per line.
+#[derive(Debug, Default)]
+pub(crate) struct FinalLines {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl FinalLines {
+    fn push(&mut self, line: &str) {
+        self.text.push_str(line);
+        self.ends.push(self.text.len());
+    }
+
+    /// Whether there is no line.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The lines, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        let mut at = 0;
+        self.ends.iter().map(move |&end| {
+            let line = self.text.get(at..end).unwrap_or_default();
+            at = end;
+            line
+        })
+    }
+}
+
+impl<'a> IntoIterator for &'a FinalLines {
+    type Item = &'a str;
+    type IntoIter = Box<dyn Iterator<Item = &'a str> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+#[cfg(test)]
+impl IntoIterator for FinalLines {
+    type Item = String;
+    type IntoIter = std::vec::IntoIter<String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
 }
 
 impl vt100::Callbacks for Capture {
