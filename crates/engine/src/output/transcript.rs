@@ -1,6 +1,6 @@
-//! The transcript's storage: final lines in one text buffer with the end of each line, not a
-//! `String` per line (a run of short lines costs a copy per line, no allocation, and evicting a
-//! line costs moving an offset).
+//! The transcript's storage: final lines in a few large text chunks with the end of each line,
+//! not a `String` per line (a run of short lines costs a copy per line and no allocation, and
+//! evicting a line costs moving an offset; nothing held is ever moved again).
 
 use std::collections::VecDeque;
 
@@ -11,19 +11,42 @@ use std::collections::VecDeque;
 /// 8 bytes of offset.
 const LINE_OVERHEAD: usize = 48;
 
+/// Text a chunk takes before the next line starts a new one (a longer line has a chunk of its
+/// own). A chunk that is full is shrunk to its text, so memory is the text held plus at most
+/// the partly evicted first chunk and the unused room of the last.
+const CHUNK: usize = 64 * 1024;
+
+/// Where a line ends: its chunk's number (counted since the transcript began) in the high half,
+/// the offset in that chunk in the low half.
+fn pos(chunk: u64, offset: usize) -> u64 {
+    (chunk << 32) | offset as u64
+}
+
+fn chunk_of(pos: u64) -> u64 {
+    pos >> 32
+}
+
+fn offset_of(pos: u64) -> usize {
+    usize::try_from(pos & 0xffff_ffff).unwrap_or(usize::MAX)
+}
+
 /// Final lines of a job, bounded in bytes (text plus [`LINE_OVERHEAD`] per line), numbered
 /// absolutely from the first line the job printed.
 #[derive(Debug)]
 pub struct Transcript {
-    /// The held lines' text, one after another from `start` (before it: evicted text, not yet
-    /// reclaimed). Line boundaries are character boundaries: every line was a `&str`.
-    text: String,
-    /// Offset in `text` of the first held line.
-    start: usize,
-    /// The end of each held line, as a position in the stream of every byte ever pushed.
+    /// The held lines' text, in order, in full chunks then `tail`; a line never spans two
+    /// chunks, and a chunk's lines are one after another from its start (before the first held
+    /// line: evicted text, dropped with its chunk).
+    chunks: VecDeque<String>,
+    /// The chunk lines are added to, numbered `first_chunk + chunks.len()`.
+    tail: String,
+    /// The number of `chunks[0]` (of `tail` when there is no full chunk).
+    first_chunk: u64,
+    /// Where each held line ends (see [`pos`]).
     ends: VecDeque<u64>,
-    /// Stream position of `text[0]`.
-    base: u64,
+    /// Where the last evicted line ended: the first held line starts there if it is in the
+    /// same chunk, else at its chunk's start.
+    front: u64,
     /// Absolute number of the first held line.
     first: u64,
     /// What the held lines are charged against the cap.
@@ -36,57 +59,55 @@ impl Transcript {
     /// line; at least one line is always held, whatever its size).
     pub fn new(cap_bytes: usize) -> Self {
         Self {
-            text: String::new(),
-            start: 0,
+            chunks: VecDeque::new(),
+            tail: String::new(),
+            first_chunk: 0,
             ends: VecDeque::new(),
-            base: 0,
+            front: 0,
             first: 0,
             bytes: 0,
             cap_bytes,
         }
     }
 
-    /// Appends one final line (its text copied into the buffer) and evicts from the front
-    /// while over the cap.
+    /// Appends one final line (its text copied in) and evicts from the front while over the
+    /// cap.
     pub fn push_str(&mut self, line: &str) {
         self.bytes += line.len() + LINE_OVERHEAD;
-        self.make_room(line.len());
-        self.text.push_str(line);
-        self.ends.push_back(self.base + self.text.len() as u64);
+        if !self.tail.is_empty() && self.tail.len() + line.len() > CHUNK {
+            // A job that filled a chunk is likely to fill the next: it is allocated whole
+            // (small jobs' first chunk grows from nothing).
+            let mut full = std::mem::replace(&mut self.tail, String::with_capacity(CHUNK));
+            full.shrink_to_fit();
+            self.chunks.push_back(full);
+        }
+        self.tail.push_str(line);
+        let number = self.first_chunk + self.chunks.len() as u64;
+        self.ends.push_back(pos(number, self.tail.len()));
         while self.bytes > self.cap_bytes && self.ends.len() > 1 {
-            if let Some(end) = self.ends.pop_front() {
-                let next = usize::try_from(end - self.base).unwrap_or(self.text.len());
-                self.bytes -= next - self.start + LINE_OVERHEAD;
-                self.start = next;
-                self.first += 1;
+            let Some(end) = self.ends.pop_front() else {
+                break;
+            };
+            self.bytes -= offset_of(end) - self.start_of(end, self.front) + LINE_OVERHEAD;
+            self.front = end;
+            self.first += 1;
+            // Chunks before the first held line's are dropped.
+            let keep = self.ends.front().map_or(number, |&e| chunk_of(e));
+            while self.first_chunk < keep && !self.chunks.is_empty() {
+                self.chunks.pop_front();
+                self.first_chunk += 1;
             }
         }
-        if self.ends.len() == 1 && self.start > 0 && self.text.len() - self.start == line.len() {
-            // Only the new line is held: nothing before it is worth keeping (or moving later).
-            self.reclaim();
-        }
     }
 
-    /// Makes room for `n` more bytes. Evicted text is reclaimed (the held text moved to the
-    /// front) when the buffer is full rather than growing it, and the room after a move is at
-    /// least a quarter of what is held: a byte pushed is moved at most ~4 times, and the
-    /// buffer stays within about twice the cap.
-    fn make_room(&mut self, n: usize) {
-        if self.text.len() + n <= self.text.capacity() || self.start == 0 {
-            return;
+    /// Where the line ending at `end` starts in its chunk, the line before it ending at
+    /// `before`.
+    fn start_of(&self, end: u64, before: u64) -> usize {
+        if chunk_of(before) == chunk_of(end) {
+            offset_of(before)
+        } else {
+            0
         }
-        self.reclaim();
-        let want = n + self.text.len() / 4;
-        if self.text.capacity() - self.text.len() < want {
-            self.text.reserve_exact(want);
-        }
-    }
-
-    /// Drops the evicted text at the front of the buffer.
-    fn reclaim(&mut self) {
-        self.text.drain(..self.start);
-        self.base += self.start as u64;
-        self.start = 0;
     }
 
     /// Absolute number of the first held line (= lines dropped so far).
@@ -104,15 +125,21 @@ impl Transcript {
         let skip = usize::try_from(from.saturating_sub(self.first))
             .unwrap_or(usize::MAX)
             .min(self.ends.len());
-        let mut at = match skip {
-            0 => self.start,
-            k => self.offset(self.ends[k - 1]),
+        let mut before = match skip {
+            0 => self.front,
+            k => self.ends[k - 1],
         };
         self.ends.range(skip..).map(move |&end| {
-            let end = self.offset(end);
-            let line = self.text.get(at..end).unwrap_or_default();
-            at = end;
-            line
+            let start = self.start_of(end, before);
+            before = end;
+            let chunk = usize::try_from(chunk_of(end) - self.first_chunk).unwrap_or(usize::MAX);
+            let text = if chunk == self.chunks.len() {
+                Some(&self.tail)
+            } else {
+                self.chunks.get(chunk)
+            };
+            text.and_then(|c| c.get(start..offset_of(end)))
+                .unwrap_or_default()
         })
     }
 
@@ -122,9 +149,10 @@ impl Transcript {
         self.push_str(&line);
     }
 
-    /// Where stream position `pos` (a held line's end) is in `text`.
-    fn offset(&self, pos: u64) -> usize {
-        usize::try_from(pos - self.base).unwrap_or(self.text.len())
+    /// Bytes allocated for text.
+    #[cfg(test)]
+    fn allocated(&self) -> usize {
+        self.chunks.iter().map(String::capacity).sum::<usize>() + self.tail.capacity()
     }
 }
 
@@ -205,11 +233,12 @@ mod tests {
                     .collect();
                 assert_eq!(t.iter_from(from).collect::<Vec<_>>(), want, "{what}");
                 assert_eq!(t.iter_from(0).count(), lines.len(), "{what}");
-                // Grown only while everything in it is held (the cap, or one line over it).
+                // The text held, plus at most a chunk at each end.
+                let held: usize = lines.iter().map(String::len).sum();
                 assert!(
-                    t.text.capacity() <= 2 * (cap.max(longest) + longest) + 64,
-                    "{what}: {} bytes of buffer",
-                    t.text.capacity()
+                    t.allocated() <= held + 2 * (2 * CHUNK + longest),
+                    "{what}: {} bytes for {held}",
+                    t.allocated()
                 );
             }
         }
