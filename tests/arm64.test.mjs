@@ -14,9 +14,8 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ROOT, Cleanup, McpClient, platform, waitUntil } from './helpers/npm.mjs'
+import { ROOT, Cleanup, McpClient, platform, processesWith, structured, waitUntil } from './helpers/npm.mjs'
 import { checkBinary } from '../scripts/binfmt.mjs'
 
 const TARGET = 'aarch64-unknown-linux-musl'
@@ -50,26 +49,6 @@ if (skip) console.log(`# skipping the arm64 test: ${skip}`)
 
 const cleanup = new Cleanup()
 after(() => cleanup.run())
-
-function structured (result) {
-  assert.ok(!result.isError, JSON.stringify(result))
-  assert.ok(result.structuredContent, `no structured content in ${JSON.stringify(result)}`)
-  return result.structuredContent
-}
-
-/** Live (not zombie) processes whose command line holds `marker`. */
-function processesWith (marker) {
-  const found = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ')
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      if (cmdline.includes(marker) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') found.push(`${entry}: ${cmdline.trim()}`)
-    } catch (_) {}
-  }
-  return found
-}
 
 test('the linux-arm64 (musl) server runs under qemu: handshake, echo under its PTY, a killed job', { skip, timeout: 15 * 60_000 }, async (t) => {
   const started = Date.now()

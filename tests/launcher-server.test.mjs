@@ -46,7 +46,7 @@ test('SIGTERM to the launcher reaches the server, which kills its jobs and exits
   // A job with a grandchild that ignores SIGTERM: the server must escalate to SIGKILL.
   const exec = await client.callTool('execute_command', { command: `sh -c 'trap "" TERM; sleep 300' ${marker} & sleep 300; : ${marker}` })
   assert.ok(!exec.isError, JSON.stringify(exec))
-  const [[, sid]] = await waitUntil(() => { const p = processesWith(marker); return p.length ? p : null }, 10_000, 'the job to start')
+  const [{ sid }] = await waitUntil(() => { const p = processesWith(marker); return p.length ? p : null }, 10_000, 'the job to start')
   await waitUntil(() => sessionMembers(sid).length >= 3, 10_000, 'the job\'s processes')
   cleanup.add(() => { for (const pid of sessionMembers(sid)) try { process.kill(pid, 'SIGKILL') } catch (_) {} })
 

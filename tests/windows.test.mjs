@@ -10,10 +10,10 @@
 // once, from a fresh prefix, and the first failure is printed.
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { spawnSync } from 'node:child_process'
-import { ROOT, Cleanup, McpClient, runAsync, runSync, waitUntil } from './helpers/npm.mjs'
+import { ROOT, Cleanup, McpClient, processesWith, runAsync, runSync, structured, waitUntil } from './helpers/npm.mjs'
 
 const EXE = process.env.PTYJOBS_WINDOWS_EXE || join(ROOT, 'target', 'x86_64-pc-windows-gnu', 'release', 'ptyjobs.exe')
 const SHIM = join(ROOT, 'tests', 'wine', 'bcryptprimitives.c')
@@ -60,12 +60,6 @@ async function startServer (wine) {
   return { child, client }
 }
 
-function structured (result) {
-  assert.ok(!result.isError, JSON.stringify(result))
-  assert.ok(result.structuredContent, `no structured content in ${JSON.stringify(result)}`)
-  return result.structuredContent
-}
-
 /** Text as a person reads it: no escape sequences or other control characters. */
 function assertClean (text) {
   // eslint-disable-next-line no-control-regex
@@ -86,24 +80,6 @@ async function waitFinal (client, jobId, ms = 60_000) {
     const s = await status(client, jobId)
     return s.status !== 'running' && s
   }, ms, `job ${jobId} to end`)
-}
-
-/**
- * Live processes whose command line holds `marker`, seen from Linux: under Wine every Windows
- * process is a Linux process (Wine 8's tasklist lists nothing), so this view is independent of
- * the server's own account.
- */
-function processesWith (marker) {
-  const found = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ')
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      if (cmdline.includes(marker) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') found.push(cmdline.trim())
-    } catch (_) {}
-  }
-  return found
 }
 
 async function scenario () {
@@ -142,7 +118,7 @@ async function scenario () {
   // Object, and nothing of it is left.
   const marker = `-n ${4000 + Math.floor(Math.random() * 5000)} 127.0.0.1`
   const long = structured(await client.callTool('execute_command', { command: `cmd /d /c ping ${marker}` }))
-  await waitUntil(() => processesWith(marker).some((c) => /(^|\\)ping(\.exe)? /i.test(c)), 60_000, 'ping.exe to run')
+  await waitUntil(() => processesWith(marker).some((p) => /(^|\\)ping(\.exe)? /i.test(p.cmdline)), 60_000, 'ping.exe to run')
   await waitUntil(async () => (await output(client, long.job_id)).includes('Reply from'), 60_000, 'ping\'s replies')
   assert.ok(processesWith(marker).length >= 2, `the job's tree: ${JSON.stringify(processesWith(marker))}`)
   assert.equal((await status(client, long.job_id)).status, 'running')
@@ -180,7 +156,7 @@ async function scenario () {
   // directory (%LOCALAPPDATA%\ptyjobs in the prefix) sees the old jobs and their output.
   const marker2 = `-n ${4000 + Math.floor(Math.random() * 5000)} 127.0.0.2`
   const left = structured(await client.callTool('execute_command', { command: `ping ${marker2}` }))
-  await waitUntil(() => processesWith(marker2).some((c) => /(^|\\)ping(\.exe)? /i.test(c)), 60_000, 'the last ping to run')
+  await waitUntil(() => processesWith(marker2).some((p) => /(^|\\)ping(\.exe)? /i.test(p.cmdline)), 60_000, 'the last ping to run')
   child.stdin.end()
   const { code } = await child.exited
   assert.equal(code, 0, child.stderrText)

@@ -1,4 +1,6 @@
-// The helpers every JS test suite shares: one poll-with-a-deadline, one process census.
+// The helpers every JS test suite shares: one poll-with-a-deadline, the process census, and the
+// reading of a tool result.
+import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 
 /** Polls `condition` (sync or async) until it returns a truthy value; throws after `ms`. */
@@ -26,4 +28,30 @@ export function sessionProcesses (sid) {
     if (fields[0] !== 'Z' && Number(fields[3]) === sid) found.push(Number(name))
   }
   return found
+}
+
+/**
+ * Live (non-zombie) processes whose command line holds `marker`, other than this one, as
+ * `{ pid, sid, cmdline }` (Linux /proc; under Wine every Windows process is a Linux process).
+ */
+export function processesWith (marker) {
+  const found = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()
+      if (!cmdline.includes(marker)) continue
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (fields[0] !== 'Z') found.push({ pid: Number(entry), sid: Number(fields[3]), cmdline })
+    } catch (_) {}
+  }
+  return found
+}
+
+/** The structured content of a successful tool result (fails the test on an error result). */
+export function structured (result) {
+  assert.ok(!result.isError, JSON.stringify(result))
+  assert.ok(result.structuredContent, `no structured content in ${JSON.stringify(result)}`)
+  return result.structuredContent
 }

@@ -3,13 +3,13 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { createServer } from 'node:http'
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, readFileSync, readdirSync, existsSync, mkdirSync, cpSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, readFileSync, existsSync, mkdirSync, cpSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
-import { waitUntil, sessionProcesses } from './common.mjs'
-export { waitUntil, sessionProcesses as sessionMembers }
+import { waitUntil, sessionProcesses, processesWith, structured } from './common.mjs'
+export { waitUntil, sessionProcesses as sessionMembers, processesWith, structured }
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const NPM_DIR = join(ROOT, 'npm')
@@ -174,22 +174,6 @@ export async function runJobThroughMcp (client, command, marker, ms = 20_000) {
     return !output.isError && JSON.stringify(output).includes(marker)
   }, ms, `${marker} in get_job_output`)
   return { tools, jobId, output }
-}
-
-/** [pid, sessionId] of live processes whose command line contains `marker`. */
-export function processesWith (marker) {
-  const out = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8')
-      if (!cmdline.includes(marker)) continue
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (fields[0] !== 'Z') out.push([Number(entry), Number(fields[3])])
-    } catch (_) {}
-  }
-  return out
 }
 
 /**

@@ -31,6 +31,7 @@
 mod batch;
 mod killer;
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -136,7 +137,7 @@ impl Target {
 
     /// The processes of `procs` proven to be this job's (see the module docs); `session` says
     /// whether the session `pid` is proven to be the job's.
-    fn members(&self, procs: &[Proc], session: bool) -> Vec<u32> {
+    fn members<'p>(&self, procs: &'p [Proc], session: bool) -> Vec<&'p Proc> {
         let after = |p: &Proc| self.start.is_some_and(|s| p.start >= s);
         procs
             .iter()
@@ -145,35 +146,47 @@ impl Target {
                 let by_marker = p.marker == Some(self.id) && (self.start.is_none() || after(p));
                 by_session || by_marker
             })
-            .map(|p| p.pid)
             .collect()
     }
 
-    /// Sends `sig` to every process of the job proven in `procs`; returns them (for a job of
-    /// ours off Linux, the leader's pid while its group exists).
-    fn signal(&self, procs: &[Proc], sig: i32) -> Vec<u32> {
+    /// Sends `sig` to every process of the job proven in `procs` that is not in `already`, each
+    /// once: for a job of ours, its process group with one `killpg` (which also reaches a process
+    /// started since the look), then one by one the proven members outside that group; for a
+    /// recorded job, its proven members one by one. With `already` (the processes that got `sig`
+    /// earlier in this kill), the group is not signalled again: a second SIGTERM or SIGINT turns
+    /// many programs' graceful exit into an abrupt one. Returns every proven process (for a job
+    /// of ours off Linux, the leader's pid while its group exists).
+    fn signal(&self, procs: &[Proc], sig: i32, already: Option<&HashSet<u32>>) -> Vec<u32> {
+        let fresh = |p: &&Proc| already.is_none_or(|a| !a.contains(&p.pid));
         let mut found = Vec::new();
         let ran = match &self.own {
             Some(leader) => leader.while_unreaped(|| {
-                found = self.members(procs, true);
+                let members = self.members(procs, true);
                 // Its process group first: every process of nearly every job, without a scan.
-                if leader.tree.alive() {
+                // (Its id is the leader's pid: the leader made it with `setsid`.)
+                let mut group = None;
+                if already.is_none() && leader.tree.alive() {
                     leader.tree.signal(sig);
-                    if !cfg!(target_os = "linux") && !found.contains(&self.pid) {
-                        found.push(self.pid);
+                    group = Some(self.pid);
+                }
+                for p in members.iter().copied().filter(fresh) {
+                    if group != Some(p.pgrp) {
+                        tree::signal_process(p.pid, sig);
                     }
                 }
-                for &pid in &found {
-                    tree::signal_process(pid, sig);
+                found = members.iter().map(|p| p.pid).collect();
+                if group.is_some() && !cfg!(target_os = "linux") && !found.contains(&self.pid) {
+                    found.push(self.pid);
                 }
             }),
             None => false,
         };
         if !ran {
-            found = self.members(procs, self.own.is_none() && self.leader_alive(procs));
-            for &pid in &found {
-                tree::signal_process(pid, sig);
+            let members = self.members(procs, self.own.is_none() && self.leader_alive(procs));
+            for p in members.iter().copied().filter(fresh) {
+                tree::signal_process(p.pid, sig);
             }
+            found = members.iter().map(|p| p.pid).collect();
         }
         found
     }
@@ -210,15 +223,23 @@ fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
         Some(leader) => {
             let mut found = Vec::new();
             let ran = leader.while_unreaped(|| {
-                found = t.members(procs, true);
+                found = pids(t.members(procs, true));
                 if !cfg!(target_os = "linux") && leader.tree.alive() {
                     found.push(t.pid);
                 }
             });
-            if ran { found } else { t.members(procs, false) }
+            if ran {
+                found
+            } else {
+                pids(t.members(procs, false))
+            }
         }
-        None => t.members(procs, t.leader_alive(procs)),
+        None => pids(t.members(procs, t.leader_alive(procs))),
     }
+}
+
+fn pids(procs: Vec<&Proc>) -> Vec<u32> {
+    procs.into_iter().map(|p| p.pid).collect()
 }
 
 /// Sends `sig` once to every proven process of `targets`, without waiting: for a manager that
@@ -226,7 +247,7 @@ fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
 pub(crate) fn signal_now(targets: &[Target], sig: i32) {
     let procs = procs::since(Instant::now());
     for t in targets {
-        t.signal(&procs, sig);
+        t.signal(&procs, sig, None);
     }
 }
 
@@ -394,6 +415,7 @@ mod tests {
         Proc {
             pid,
             sid,
+            pgrp: sid,
             start,
             marker,
         }

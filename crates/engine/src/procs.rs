@@ -26,6 +26,8 @@ pub(crate) struct Proc {
     pub pid: u32,
     /// Session id.
     pub sid: u32,
+    /// Process group id.
+    pub pgrp: u32,
     /// Start time: clock ticks since boot on Linux, microseconds since the epoch on macOS.
     pub start: u64,
     /// The job id of its `PTYJOBS_JOB_ID`, when its environment is readable and has one.
@@ -247,6 +249,7 @@ mod linux {
             procs.push(Proc {
                 pid,
                 sid: stat.sid,
+                pgrp: stat.pgrp,
                 start: stat.start,
                 marker,
             });

@@ -230,3 +230,30 @@ async fn a_huge_grace_is_capped_by_the_engine() {
     );
     assert_eq!(session_processes(job.pid), Vec::<u32>::new());
 }
+
+/// A process gets the polite signal once per kill. A second SIGTERM or SIGINT turns many
+/// programs' graceful exit into an abrupt one (a second Ctrl-C forces npm and vite, interrupts
+/// Python's cleanup), so processes that come during the grace get it one by one, and the others
+/// do not get it again. Here the shell counts its SIGTERMs while it keeps starting newcomers
+/// (one `sleep` every 50 ms) until the grace is over.
+#[tokio::test]
+async fn each_process_gets_the_polite_signal_once_while_newcomers_come() {
+    let m = manager();
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("terms");
+    let job = m
+        .execute(JobSpec::new(format!(
+            "trap 'echo TERM >> {}' TERM; echo armed; while :; do sleep 0.05; done",
+            count.display()
+        )))
+        .unwrap();
+    wait_for_output(&m, job.id, "armed").await;
+    let outcome = m
+        .kill(job.id, Signal::TERM, Some(Duration::from_millis(800)))
+        .await
+        .unwrap();
+    assert_eq!(outcome.outcome, KillOutcome::Killed);
+    assert_eq!(session_processes(job.pid), Vec::<u32>::new());
+    let terms = std::fs::read_to_string(&count).unwrap_or_default();
+    assert_eq!(terms.lines().count(), 1, "the shell's SIGTERMs: {terms:?}");
+}

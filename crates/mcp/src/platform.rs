@@ -58,8 +58,10 @@ impl Termination {
 pub(crate) fn local_offset(secs: i64) -> Option<i32> {
     #[cfg(unix)]
     {
-        // A 32-bit time_t wraps after 2038; the offset is then merely approximate.
-        let secs = secs as libc::time_t;
+        // The type is `time_t`, inferred from `localtime_r` (musl's libc crate deprecates the
+        // alias's name); a 32-bit one cannot hold a time after 2038: unknown then.
+        #[allow(clippy::useless_conversion)] // i64 into i64 on 64-bit targets
+        let secs = secs.try_into().ok()?;
         // SAFETY: `tm` is plain integers and one pointer, for which null is a valid value.
         let mut tm: libc::tm = unsafe { std::mem::zeroed() };
         // SAFETY: both pointers are to live values; localtime_r is the thread-safe variant.

@@ -24,6 +24,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
+mod tool_call;
+
 /// Longest accepted line: a request larger than this is answered with an error and skipped.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 
@@ -221,6 +223,9 @@ pub fn check(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, String> {
                 }
             }
         }
+    }
+    if is_request && let Some(message) = tool_call::decode(&value) {
+        return Ok(Some(message));
     }
     // From here on the value is given away (its strings move into rmcp's message instead of
     // being copied): keep what the errors below need.

@@ -137,7 +137,7 @@ impl<T> Entry<T> {
     fn step(&mut self, procs: &[Proc], now: Instant) -> Option<Ended> {
         let t = &self.target;
         if let Phase::New = self.phase {
-            let found = t.signal(procs, self.sig);
+            let found = t.signal(procs, self.sig, None);
             self.signalled = !found.is_empty();
             self.sent.extend(found);
             self.phase = if self.sig == sig::SIGKILL {
@@ -150,9 +150,10 @@ impl<T> Entry<T> {
         if let Phase::Grace(until) = self.phase {
             let alive = live(t, procs);
             if now < until && !alive.is_empty() {
-                // Newcomers (started since the last look) get the polite signal too.
+                // Newcomers (started since the last look) get the polite signal too, one by
+                // one: the others got it already.
                 if alive.iter().any(|p| !self.sent.contains(p)) {
-                    let found = t.signal(procs, self.sig);
+                    let found = t.signal(procs, self.sig, Some(&self.sent));
                     self.sent.extend(found);
                 }
                 return None;
@@ -164,7 +165,7 @@ impl<T> Entry<T> {
         let Phase::Kill(until) = self.phase else {
             unreachable!("the phases above end in Kill")
         };
-        let found = t.signal(procs, sig::SIGKILL);
+        let found = t.signal(procs, sig::SIGKILL, None);
         if !found.is_empty() && now < until {
             return None;
         }

@@ -66,6 +66,7 @@ pub(super) fn scan() -> Vec<Proc> {
         procs.push(Proc {
             pid,
             sid,
+            pgrp: info.pbi_pgid,
             start: start(&info),
             marker: None,
         });

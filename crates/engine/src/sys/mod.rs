@@ -8,6 +8,7 @@
 //! `fs` (the state directory's file primitives). What a reader delivers goes into the job's
 //! [`crate::pipeline::Lane`], shared by every platform.
 
+mod dir;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

@@ -16,11 +16,13 @@
 //!   and its target is left alone.
 
 use std::fs::File;
-use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
+pub(crate) use crate::sys::dir::Meta;
+use crate::sys::dir::temp_name;
 
 /// An open directory of the state directory.
 #[derive(Debug)]
@@ -28,26 +30,12 @@ pub(crate) struct Dir {
     fd: OwnedFd,
 }
 
-/// What the store needs to know of a name: its kind, its age and what tells it apart from any
-/// other file (device and inode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Meta {
-    /// A directory (not a link to one).
-    pub(crate) is_dir: bool,
-    /// Last modification, in seconds since the Unix epoch.
-    pub(crate) mtime: i64,
-    /// Device and inode: equal for two names of the same file only.
-    pub(crate) id: (u64, u64),
-}
-
-impl Meta {
-    #[allow(clippy::unnecessary_cast)] // the field types differ between targets
-    fn of(st: &rustix::fs::Stat) -> Self {
-        Self {
-            is_dir: FileType::from_raw_mode(st.st_mode) == FileType::Directory,
-            mtime: st.st_mtime as i64,
-            id: (st.st_dev as u64, st.st_ino as u64),
-        }
+#[allow(clippy::unnecessary_cast)] // the field types differ between targets
+fn meta_of(st: &rustix::fs::Stat) -> Meta {
+    Meta {
+        is_dir: FileType::from_raw_mode(st.st_mode) == FileType::Directory,
+        mtime: st.st_mtime as i64,
+        id: (st.st_dev as u64, st.st_ino as u64),
     }
 }
 
@@ -65,7 +53,7 @@ pub(crate) fn is_link_error(e: &std::io::Error) -> bool {
 }
 
 /// Refuses a directory another user could write to (or owns).
-fn check_private(fd: impl AsFd, what: &Path) -> std::io::Result<()> {
+fn refuse_unless_private(fd: impl AsFd, what: &Path) -> std::io::Result<()> {
     let st = rustix::fs::fstat(fd).map_err(io)?;
     let me = rustix::process::geteuid().as_raw();
     if st.st_uid != me {
@@ -94,17 +82,6 @@ fn check_private(fd: impl AsFd, what: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A fresh name nobody can guess: `.<name>.<32 random hex digits>.tmp`.
-fn temp_name(name: &str) -> String {
-    format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple())
-}
-
-/// Whether `name` is one of [`temp_name`]'s.
-#[cfg(test)]
-pub(crate) fn is_temp_name(name: &str) -> bool {
-    name.starts_with('.') && name.ends_with(".tmp")
-}
-
 impl Dir {
     /// Opens the state directory at `path`, creating it (and its parents) with mode 0700 when
     /// `create` and it is missing, and checks that it is private (see the module docs).
@@ -122,36 +99,13 @@ impl Dir {
             Mode::empty(),
         )
         .map_err(io)?;
-        check_private(&fd, path)?;
+        refuse_unless_private(&fd, path)?;
         Ok(Self { fd })
     }
 
-    /// Opens the subdirectory `name` (without following a link), creating it 0700 when
-    /// `create`, and checks that it is private; `shown` names it in errors.
-    pub(crate) fn private_sub(
-        &self,
-        name: &str,
-        create: bool,
-        shown: &Path,
-    ) -> std::io::Result<Self> {
-        if create {
-            self.mkdir(name)?;
-        }
-        let sub = self.sub(name).map_err(|e| {
-            if is_link_error(&e) {
-                std::io::Error::new(
-                    std::io::ErrorKind::PermissionDenied,
-                    format!(
-                        "refusing {}: it is not a directory of its own (a symbolic link?)",
-                        shown.display()
-                    ),
-                )
-            } else {
-                e
-            }
-        })?;
-        check_private(&sub.fd, shown)?;
-        Ok(sub)
+    /// Refuses this directory if another user owns it or could write to it; `shown` names it.
+    pub(crate) fn check_private(&self, shown: &Path) -> std::io::Result<()> {
+        refuse_unless_private(&self.fd, shown)
     }
 
     /// Creates the directory `name`, mode 0700; an existing one is fine.
@@ -199,26 +153,6 @@ impl Dir {
         rustix::fs::renameat(&self.fd, from, &self.fd, to).map_err(io)
     }
 
-    /// Creates `name` as a new empty file (through a random name and a rename) and returns
-    /// it open for writing: whatever was at `name` before is replaced.
-    pub(crate) fn create_file(&self, name: &str) -> std::io::Result<File> {
-        let (tmp, file) = self.create_temp(name)?;
-        self.rename(&tmp, name)
-            .inspect_err(|_| self.remove_file_quietly(&tmp))?;
-        Ok(file)
-    }
-
-    /// Replaces `name` with `bytes` atomically: a reader (or a crash) sees the old or the new
-    /// content, never a mix.
-    pub(crate) fn write_atomic(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-        let (tmp, mut file) = self.create_temp(name)?;
-        let written = file.write_all(bytes);
-        drop(file);
-        written
-            .and_then(|()| self.rename(&tmp, name))
-            .inspect_err(|_| self.remove_file_quietly(&tmp))
-    }
-
     /// Opens the regular file `name` for reading, never through a link.
     pub(crate) fn open_read(&self, name: &str) -> std::io::Result<File> {
         let fd = rustix::fs::openat(
@@ -238,20 +172,6 @@ impl Dir {
         Ok(File::from(fd))
     }
 
-    /// Reads the regular file `name` whole, refusing one larger than `max` bytes.
-    pub(crate) fn read(&self, name: &str, max: u64) -> std::io::Result<Vec<u8>> {
-        let file = self.open_read(name)?;
-        let mut bytes = Vec::new();
-        file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > max {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("{name} is larger than {max} bytes"),
-            ));
-        }
-        Ok(bytes)
-    }
-
     /// Metadata of `name` itself (a link is described, not followed).
     pub(crate) fn stat(&self, name: &str) -> std::io::Result<rustix::fs::Stat> {
         rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(io)
@@ -259,12 +179,12 @@ impl Dir {
 
     /// What the store needs to know of `name` itself (a link is described, not followed).
     pub(crate) fn meta(&self, name: &str) -> std::io::Result<Meta> {
-        self.stat(name).map(|st| Meta::of(&st))
+        self.stat(name).map(|st| meta_of(&st))
     }
 
     /// [`Meta`] of this directory itself.
     pub(crate) fn meta_self(&self) -> std::io::Result<Meta> {
-        self.stat_self().map(|st| Meta::of(&st))
+        self.stat_self().map(|st| meta_of(&st))
     }
 
     /// Whether `name` exists (as anything, a link included).
@@ -277,8 +197,9 @@ impl Dir {
         rustix::fs::fstat(&self.fd).map_err(io)
     }
 
-    /// The names in this directory (not `.` and `..`), with their types as the directory says.
-    pub(crate) fn entries(&self) -> std::io::Result<Vec<(String, FileType)>> {
+    /// The names in this directory (not `.` and `..`), each with whether it is a directory (not
+    /// a link to one) as the directory says.
+    pub(crate) fn entries(&self) -> std::io::Result<Vec<(String, bool)>> {
         let mut out = Vec::new();
         for entry in rustix::fs::Dir::read_from(&self.fd).map_err(io)? {
             let entry = entry.map_err(io)?;
@@ -288,7 +209,7 @@ impl Dir {
             if name == "." || name == ".." {
                 continue;
             }
-            out.push((name.to_owned(), entry.file_type()));
+            out.push((name.to_owned(), entry.file_type() == FileType::Directory));
         }
         Ok(out)
     }
@@ -312,37 +233,8 @@ impl Dir {
         }
     }
 
-    fn remove_file_quietly(&self, name: &str) {
-        let _ = self.remove_file(name);
-    }
-
-    /// Removes the directory `name` and what it holds, never following a link: a link at
-    /// `name` (or inside) is unlinked itself and its target left alone. Job directories hold
-    /// only files; deeper trees are refused past a few levels.
-    pub(crate) fn remove_tree(&self, name: &str) -> std::io::Result<()> {
-        self.remove_tree_at(name, 4)
-    }
-
-    fn remove_tree_at(&self, name: &str, depth: u32) -> std::io::Result<()> {
-        let sub = match self.sub(name) {
-            Ok(sub) => sub,
-            // A link or a file where a directory was: unlink the name itself.
-            Err(e) if is_link_error(&e) => return self.remove_file(name),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for (entry, kind) in sub.entries()? {
-            if kind == FileType::Directory {
-                if depth == 0 {
-                    return Err(std::io::Error::other(format!(
-                        "{name} holds directories nested too deep to be a job's"
-                    )));
-                }
-                sub.remove_tree_at(&entry, depth - 1)?;
-            } else {
-                sub.remove_file(&entry)?;
-            }
-        }
+    /// Removes the empty directory `name` (`unlinkat(AT_REMOVEDIR)`); a missing one is fine.
+    pub(crate) fn remove_dir(&self, name: &str) -> std::io::Result<()> {
         match rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
             Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
             Err(e) => Err(io(e)),
@@ -358,6 +250,8 @@ pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::dir::is_temp_name;
+    use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

@@ -14,12 +14,13 @@
 //!   new content, never a mix.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
 use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
 use std::os::windows::io::AsRawHandle;
 use std::path::{Path, PathBuf};
 
 use super::acl;
+pub(crate) use crate::sys::dir::Meta;
+use crate::sys::dir::temp_name;
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS,
     FILE_FLAG_OPEN_REPARSE_POINT, GetFileInformationByHandle,
@@ -37,18 +38,6 @@ pub(crate) struct Dir {
     path: PathBuf,
 }
 
-/// What the store needs to know of a name: its kind, its age and what tells it apart from any
-/// other file (volume serial number and file index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Meta {
-    /// A directory (not a link to one).
-    pub(crate) is_dir: bool,
-    /// Last modification, in seconds since the Unix epoch.
-    pub(crate) mtime: i64,
-    /// Volume and file index: equal for two names of the same file only.
-    pub(crate) id: (u64, u64),
-}
-
 /// Whether `e` says a name is a link where a directory or file was expected.
 pub(crate) fn is_link_error(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(LINK_ERROR | NOT_A_DIRECTORY))
@@ -56,11 +45,6 @@ pub(crate) fn is_link_error(e: &std::io::Error) -> bool {
 
 fn link_error() -> std::io::Error {
     std::io::Error::from_raw_os_error(LINK_ERROR)
-}
-
-/// A fresh name nobody can guess: `.<name>.<32 random hex digits>.tmp`.
-fn temp_name(name: &str) -> String {
-    format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple())
 }
 
 fn is_link(m: &std::fs::Metadata) -> bool {
@@ -126,32 +110,9 @@ impl Dir {
         })
     }
 
-    /// Opens the subdirectory `name` (not a link), creating it when `create`; `shown` names
-    /// it in errors.
-    pub(crate) fn private_sub(
-        &self,
-        name: &str,
-        create: bool,
-        shown: &Path,
-    ) -> std::io::Result<Self> {
-        if create {
-            self.mkdir(name)?;
-        }
-        let sub = self.sub(name).map_err(|e| {
-            if is_link_error(&e) {
-                std::io::Error::new(
-                    std::io::ErrorKind::PermissionDenied,
-                    format!(
-                        "refusing {}: it is not a directory of its own (a symbolic link?)",
-                        shown.display()
-                    ),
-                )
-            } else {
-                e
-            }
-        })?;
-        acl::check_private(open_any(&sub.path)?.as_raw_handle(), shown)?;
-        Ok(sub)
+    /// Refuses this directory unless it is the user's own ([`acl`]); `shown` names it.
+    pub(crate) fn check_private(&self, shown: &Path) -> std::io::Result<()> {
+        acl::check_private(open_any(&self.path)?.as_raw_handle(), shown)
     }
 
     fn at(&self, name: &str) -> PathBuf {
@@ -201,25 +162,6 @@ impl Dir {
         std::fs::rename(self.at(from), self.at(to))
     }
 
-    /// Creates `name` as a new empty file (through a random name and a rename) and returns
-    /// it open for writing: whatever was at `name` before is replaced.
-    pub(crate) fn create_file(&self, name: &str) -> std::io::Result<File> {
-        let (tmp, file) = self.create_temp(name)?;
-        self.rename(&tmp, name)
-            .inspect_err(|_| self.remove_file_quietly(&tmp))?;
-        Ok(file)
-    }
-
-    /// Replaces `name` with `bytes` atomically.
-    pub(crate) fn write_atomic(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-        let (tmp, mut file) = self.create_temp(name)?;
-        let written = file.write_all(bytes);
-        drop(file);
-        written
-            .and_then(|()| self.rename(&tmp, name))
-            .inspect_err(|_| self.remove_file_quietly(&tmp))
-    }
-
     /// Opens the regular file `name` for reading, never through a link.
     pub(crate) fn open_read(&self, name: &str) -> std::io::Result<File> {
         let path = self.at(name);
@@ -239,20 +181,6 @@ impl Dir {
             .open(path)
     }
 
-    /// Reads the regular file `name` whole, refusing one larger than `max` bytes.
-    pub(crate) fn read(&self, name: &str, max: u64) -> std::io::Result<Vec<u8>> {
-        let file = self.open_read(name)?;
-        let mut bytes = Vec::new();
-        file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > max {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("{name} is larger than {max} bytes"),
-            ));
-        }
-        Ok(bytes)
-    }
-
     /// What the store needs to know of `name` itself (a link is described, not followed).
     pub(crate) fn meta(&self, name: &str) -> std::io::Result<Meta> {
         meta_of(&self.at(name))
@@ -268,15 +196,16 @@ impl Dir {
         std::fs::symlink_metadata(self.at(name)).is_ok()
     }
 
-    /// The names in this directory, with their types.
-    pub(crate) fn entries(&self) -> std::io::Result<Vec<(String, std::fs::FileType)>> {
+    /// The names in this directory, each with whether it is a directory (not a link to one).
+    pub(crate) fn entries(&self) -> std::io::Result<Vec<(String, bool)>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&self.path)? {
             let entry = entry?;
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            out.push((name, entry.file_type()?));
+            let kind = entry.file_type()?;
+            out.push((name, kind.is_dir() && !kind.is_symlink()));
         }
         Ok(out)
     }
@@ -286,8 +215,8 @@ impl Dir {
         self.entries()
             .unwrap_or_default()
             .iter()
-            .filter(|(_, t)| t.is_file())
             .filter_map(|(name, _)| std::fs::symlink_metadata(self.at(name)).ok())
+            .filter(std::fs::Metadata::is_file)
             .map(|m| m.len())
             .sum()
     }
@@ -307,35 +236,8 @@ impl Dir {
         }
     }
 
-    fn remove_file_quietly(&self, name: &str) {
-        let _ = self.remove_file(name);
-    }
-
-    /// Removes the directory `name` and what it holds, never following a link: a link at
-    /// `name` (or inside) is removed itself and its target left alone.
-    pub(crate) fn remove_tree(&self, name: &str) -> std::io::Result<()> {
-        self.remove_tree_at(name, 4)
-    }
-
-    fn remove_tree_at(&self, name: &str, depth: u32) -> std::io::Result<()> {
-        let sub = match self.sub(name) {
-            Ok(sub) => sub,
-            Err(e) if is_link_error(&e) => return self.remove_file(name),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for (entry, kind) in sub.entries()? {
-            if kind.is_dir() && !kind.is_symlink() {
-                if depth == 0 {
-                    return Err(std::io::Error::other(format!(
-                        "{name} holds directories nested too deep to be a job's"
-                    )));
-                }
-                sub.remove_tree_at(&entry, depth - 1)?;
-            } else {
-                sub.remove_file(&entry)?;
-            }
-        }
+    /// Removes the empty directory `name`; a missing one is fine.
+    pub(crate) fn remove_dir(&self, name: &str) -> std::io::Result<()> {
         match std::fs::remove_dir(self.at(name)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
@@ -372,6 +274,7 @@ pub(crate) fn read_exact_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn files_are_replaced_through_temp_names_and_trees_removed() {
