@@ -130,3 +130,31 @@ fn a_long_run_of_lines_skips_the_emulator_but_keeps_every_line() {
     assert_same(&fast, &slow, "1000 lines");
     assert_eq!(fast.total_lines(), 1000);
 }
+
+#[test]
+fn a_run_of_short_lines_is_not_drawn_until_something_needs_the_screen() {
+    let input: String = (0..100).map(|i| format!("line {i}\r\n")).collect();
+    let (mut fast, mut slow) = terminals();
+    for piece in input.as_bytes().chunks(97) {
+        fast.feed(piece);
+        slow.feed(piece);
+        assert_same(&fast, &slow, "between pieces");
+    }
+    // The screen is held as the rows the line model finished; the emulator shows nothing.
+    assert!(fast.lines_deferred());
+    assert_eq!(fast.parser.screen().contents(), "");
+    assert_eq!(fast.screen().rows[4], "line 99");
+    assert_eq!((fast.total_lines(), fast.cursor_line()), (100, 100));
+    // A query needs the emulator's cursor: the screen is drawn first, then answered.
+    for t in [&mut fast, &mut slow] {
+        t.feed(b"> \x1b[6n");
+    }
+    assert!(!fast.lines_deferred());
+    assert_eq!(fast.take_replies(), b"\x1b[6;3R");
+    assert_eq!(slow.take_replies(), b"\x1b[6;3R");
+    assert_eq!(
+        fast.parser.screen().contents(),
+        slow.parser.screen().contents()
+    );
+    assert_same(&fast, &slow, "after the query");
+}
