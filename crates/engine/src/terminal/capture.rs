@@ -58,7 +58,12 @@ impl Capture {
         }
         if line_ends {
             final_line(&mut self.transcript, &mut self.emitted, &self.pending);
-            self.pending.clear();
+            if self.pending.capacity() > 4096 {
+                // A long line's room is not kept by a job that may print nothing more.
+                self.pending = String::new();
+            } else {
+                self.pending.clear();
+            }
         }
     }
 }
