@@ -367,27 +367,51 @@ fn a_long_line_reads_the_same_between_any_two_pieces() {
             input.extend_from_slice(b"\r\ntail\x1b[6n");
         }
         let [mut fast, mut slow] = both(cols, rows);
-        let mut at = 0;
-        while at < input.len() {
-            let max = *r.pick(&[3, 40, 700]);
-            let n = (r.below(max) + 1).min(input.len() - at);
-            for t in [&mut fast, &mut slow] {
-                t.feed(&input[at..at + n]);
-            }
-            at += n;
-            let what = format!("seed {seed}, {cols}x{rows}, after {at} bytes");
-            assert_eq!(fast.screen(), slow.screen(), "{what}");
-            assert_eq!(fast.text(), slow.text(), "{what}");
-            assert_eq!(fast.total_lines(), slow.total_lines(), "{what}");
-            assert_eq!(fast.cursor_line(), slow.cursor_line(), "{what}");
-            assert_eq!(fast.take_replies(), slow.take_replies(), "{what}");
-        }
-        for t in [&mut fast, &mut slow] {
-            t.finish();
-        }
-        assert_eq!(fast.text(), slow.text(), "seed {seed}, finished");
-        assert_eq!(fast.screen(), slow.screen(), "seed {seed}, finished");
+        let what = format!("seed {seed}, {cols}x{rows}");
+        read_between_pieces(
+            &mut r,
+            [&mut fast, &mut slow],
+            &input,
+            &[3, 40, 700],
+            &what,
+            |_, [fast, slow], what| {
+                assert_eq!(fast.text(), slow.text(), "{what}");
+            },
+        );
     }
+}
+
+/// Feeds `input` to `fast` and `slow` in random pieces (each at most one of `maxes` bytes) and
+/// after every piece compares what a reader between two reads of the PTY sees: the screen,
+/// the line count, the cursor's line, the replies, and whatever `more` checks; then finishes
+/// both and compares the transcript and the screen.
+fn read_between_pieces(
+    r: &mut Rng,
+    [fast, slow]: [&mut Terminal; 2],
+    input: &[u8],
+    maxes: &[usize],
+    what: &str,
+    mut more: impl FnMut(&mut Rng, [&mut Terminal; 2], &str),
+) {
+    let mut at = 0;
+    while at < input.len() {
+        let max = *r.pick(maxes);
+        let n = (r.below(max) + 1).min(input.len() - at);
+        fast.feed(&input[at..at + n]);
+        slow.feed(&input[at..at + n]);
+        at += n;
+        let what = format!("{what}, after {at} bytes");
+        assert_eq!(fast.screen(), slow.screen(), "{what}");
+        more(r, [&mut *fast, &mut *slow], &what);
+        assert_eq!(fast.total_lines(), slow.total_lines(), "{what}");
+        assert_eq!(fast.cursor_line(), slow.cursor_line(), "{what}");
+        assert_eq!(fast.take_replies(), slow.take_replies(), "{what}");
+    }
+    fast.finish();
+    slow.finish();
+    assert_eq!(fast.text(), slow.text(), "{what}, finished");
+    assert_eq!(fast.screen(), slow.screen(), "{what}, finished");
+    assert_eq!(fast.total_lines(), slow.total_lines(), "{what}, finished");
 }
 
 /// Runs of short lines (the fast path keeps a screenful of them undrawn while they scroll,
@@ -413,46 +437,32 @@ fn runs_of_short_lines_read_the_same_between_any_two_pieces() {
         };
         let mut fast = Terminal::new(cols, rows, cap, line_cap);
         let mut slow = Terminal::emulator_only(cols, rows, cap, line_cap);
-        let mut at = 0;
-        while at < input.len() {
-            let max = *r.pick(&[3, 60, 700, 5000]);
-            let n = (r.below(max) + 1).min(input.len() - at);
-            for t in [&mut fast, &mut slow] {
-                t.feed(&input[at..at + n]);
-            }
-            at += n;
-            let what = format!("seed {seed}, {cols}x{rows}, after {at} bytes");
-            assert_eq!(fast.screen(), slow.screen(), "{what}");
-            // The whole transcript with its numbers (first held, final, total), and a read
-            // from an offset inside it.
-            let status = JobStatus::Running;
-            assert_eq!(
-                fast.slice(None, None, status),
-                slow.slice(None, None, status),
-                "{what}"
-            );
-            let from = Some(
-                slow.total_lines()
-                    .saturating_sub(r.below(2 * usize::from(rows)) as u64),
-            );
-            assert_eq!(
-                fast.slice(from, Some(rows.into()), status),
-                slow.slice(from, Some(rows.into()), status),
-                "{what}"
-            );
-            assert_eq!(fast.total_lines(), slow.total_lines(), "{what}");
-            assert_eq!(fast.cursor_line(), slow.cursor_line(), "{what}");
-            assert_eq!(fast.take_replies(), slow.take_replies(), "{what}");
-        }
-        for t in [&mut fast, &mut slow] {
-            t.finish();
-        }
-        assert_eq!(fast.text(), slow.text(), "seed {seed}, finished");
-        assert_eq!(fast.screen(), slow.screen(), "seed {seed}, finished");
-        assert_eq!(
-            fast.total_lines(),
-            slow.total_lines(),
-            "seed {seed}, finished"
+        let what = format!("seed {seed}, {cols}x{rows}");
+        read_between_pieces(
+            &mut r,
+            [&mut fast, &mut slow],
+            &input,
+            &[3, 60, 700, 5000],
+            &what,
+            |r, [fast, slow], what| {
+                // The whole transcript with its numbers (first held, final, total), and a read
+                // from an offset inside it.
+                let status = JobStatus::Running;
+                assert_eq!(
+                    fast.slice(None, None, status),
+                    slow.slice(None, None, status),
+                    "{what}"
+                );
+                let from = Some(
+                    slow.total_lines()
+                        .saturating_sub(r.below(2 * usize::from(rows)) as u64),
+                );
+                assert_eq!(
+                    fast.slice(from, Some(rows.into()), status),
+                    slow.slice(from, Some(rows.into()), status),
+                    "{what}"
+                );
+            },
         );
     }
 }
