@@ -174,7 +174,7 @@ impl Target {
                         tree::signal_process(p.pid, sig);
                     }
                 }
-                found = members.iter().map(|p| p.pid).collect();
+                found = pids(members);
                 if group.is_some() && !cfg!(target_os = "linux") && !found.contains(&self.pid) {
                     found.push(self.pid);
                 }
@@ -186,7 +186,7 @@ impl Target {
             for p in members.iter().copied().filter(fresh) {
                 tree::signal_process(p.pid, sig);
             }
-            found = members.iter().map(|p| p.pid).collect();
+            found = pids(members);
         }
         found
     }
@@ -238,6 +238,7 @@ fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
     }
 }
 
+/// The pids of `procs`.
 fn pids(procs: Vec<&Proc>) -> Vec<u32> {
     procs.into_iter().map(|p| p.pid).collect()
 }
