@@ -54,7 +54,8 @@ const AFTER_KILL: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(crate) struct Leader {
     pub(crate) pid: u32,
-    /// Start time in clock ticks since boot (Linux), read right after the spawn.
+    /// Start time in clock ticks since boot (Linux): known from the spawn, or read right after
+    /// it.
     pub(crate) start: Option<u64>,
     /// The job's process tree (Unix: its process group; Windows: its Job Object).
     pub(crate) tree: Tree,
@@ -62,11 +63,12 @@ pub(crate) struct Leader {
 }
 
 impl Leader {
-    /// The leader of a child just spawned (not yet reaped: its /proc entry is surely its own).
-    pub(crate) fn new(pid: u32, tree: Tree) -> Self {
+    /// The leader of a child just spawned, with its start time when the spawn knew it; else
+    /// that is read now (not yet reaped: its /proc entry is surely its own).
+    pub(crate) fn new(pid: u32, tree: Tree, start: Option<u64>) -> Self {
         Self {
             pid,
-            start: procs::start_of(pid).map(|(start, _)| start),
+            start: start.or_else(|| procs::start_of(pid).map(|(start, _)| start)),
             tree,
             reaped: Mutex::new(false),
         }

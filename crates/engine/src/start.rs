@@ -58,7 +58,7 @@ impl JobManager {
                 return Err(e);
             }
         };
-        let child = ChildGuard::new(id, spawned.pid, spawned.tree);
+        let child = ChildGuard::new(id, spawned.pid, spawned.tree, spawned.start);
         let master = Arc::new(spawned.master);
         let (events, _) = watch::channel(JobEvent::default());
         let (done, _) = watch::channel(false);
@@ -253,10 +253,10 @@ struct ChildGuard {
 }
 
 impl ChildGuard {
-    fn new(id: JobId, pid: u32, tree: crate::sys::tree::Tree) -> Self {
+    fn new(id: JobId, pid: u32, tree: crate::sys::tree::Tree, start: Option<u64>) -> Self {
         Self {
             id,
-            leader: Arc::new(Leader::new(pid, tree)),
+            leader: Arc::new(Leader::new(pid, tree, start)),
             armed: true,
         }
     }

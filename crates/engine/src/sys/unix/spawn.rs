@@ -20,6 +20,7 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::kill::Leader;
+use crate::procs;
 use crate::sys::pty;
 use crate::sys::tree::Tree;
 
@@ -49,6 +50,9 @@ pub(crate) struct Spawned {
     pub pid: u32,
     pub tree: Tree,
     pub master: OwnedFd,
+    /// Its start time (as `/proc` gives it), when the spawn fell within one tick of
+    /// [`procs::start_clock`]; `None` means "read it from `/proc`".
+    pub start: Option<u64>,
 }
 
 /// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
@@ -122,11 +126,14 @@ fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
     pty::set_nonblocking(&master)?;
+    let before = procs::start_clock();
     let pid = start(spec, &slave_path)?;
+    let started = before.filter(|&b| procs::start_clock() == Some(b));
     Ok(Spawned {
         pid,
         tree: Tree::new(pid),
         master,
+        start: started,
     })
 }
 
@@ -313,4 +320,47 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         .spawn()
         .map_err(|e| Error::Spawn(format!("{}: {e}", spec.shell.display())))?;
     Ok(child.id())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// The start time a spawn takes from the clock is exactly the one `/proc` gives later (the
+    /// kill path proves a recorded job's processes by it), and the clock knows it for most
+    /// spawns (only one that straddles a tick falls back to reading `/proc`).
+    #[test]
+    fn a_spawn_knows_its_childs_start_time_as_proc_gives_it() {
+        let spec = SpawnSpec {
+            shell: DEFAULT_SHELL.into(),
+            command: "exec sleep 30".into(),
+            cwd: std::env::temp_dir(),
+            env: BTreeMap::new(),
+            cols: 80,
+            rows: 24,
+            job_id: crate::job::JobId::new(),
+            base_env: Arc::new(BaseEnv::capture()),
+        };
+        let spawns = 40;
+        let mut known = 0;
+        for _ in 0..spawns {
+            let child = spawn(&spec).expect("spawn");
+            let from_proc = procs::start_of(child.pid).map(|(start, _)| start);
+            // SAFETY: kill and waitpid on our own unreaped child.
+            unsafe {
+                libc::kill(child.pid as libc::pid_t, libc::SIGKILL);
+                libc::waitpid(child.pid as libc::pid_t, std::ptr::null_mut(), 0);
+            }
+            if let Some(start) = child.start {
+                assert_eq!(Some(start), from_proc, "pid {}", child.pid);
+                known += 1;
+            }
+        }
+        assert!(
+            known * 2 >= spawns,
+            "only {known} of {spawns} spawns knew their start time"
+        );
+    }
 }

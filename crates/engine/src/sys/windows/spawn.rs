@@ -65,6 +65,8 @@ pub(crate) struct Spawned {
     pub pid: u32,
     pub tree: Tree,
     pub master: Master,
+    /// Start time known from the spawn: none on Windows (see `procs::start_clock`).
+    pub start: Option<u64>,
 }
 
 /// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
@@ -388,6 +390,7 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
             output: out_read,
             console,
         },
+        start: None,
     })
 }
 
