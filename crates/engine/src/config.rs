@@ -71,6 +71,15 @@ pub fn raise_fd_limit() -> u64 {
     crate::sys::limits::raise_fd_limit()
 }
 
+/// Asks the scheduler to run the calling thread promptly when it wakes, even beside a job that
+/// keeps the CPU busy (Linux ≥ 6.12: a short slice), without any job or thread it starts
+/// inheriting that; returns whether the hint was taken. For the threads of a server of its own
+/// that start jobs and answer requests (the MCP server's runtime threads) — not for a host's
+/// threads, whose scheduling is the host's business.
+pub fn prefer_prompt_wakeups() -> bool {
+    crate::sys::sched::prefer_prompt_wakeups()
+}
+
 impl EngineConfig {
     /// `grace` (or the configured `kill_grace`) shortened to `max_kill_grace`: the one place a
     /// kill's grace is capped.

@@ -44,7 +44,7 @@ mod terminal;
 mod wait;
 
 pub use attach::{ATTACH_VERSION, AttachHello, AttachReply, AttachServer, attach_socket_path};
-pub use config::{EngineConfig, MAX_KILL_GRACE, raise_fd_limit};
+pub use config::{EngineConfig, MAX_KILL_GRACE, prefer_prompt_wakeups, raise_fd_limit};
 pub use error::{Error, Result};
 pub use input::InputWait;
 pub use interact::Interaction;

@@ -63,8 +63,14 @@ fn main() -> ExitCode {
     }
     // Each job holds a few descriptors: the usual soft limit (1024) would stop at a few hundred.
     ptyjobs_engine::raise_fd_limit();
+    // The threads that start jobs and answer: a job's shell starting up on the same CPU must
+    // not hold the answer back (see the engine's doc of it).
+    ptyjobs_engine::prefer_prompt_wakeups();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_start(|| {
+            ptyjobs_engine::prefer_prompt_wakeups();
+        })
         .build()
     {
         Ok(rt) => rt,

@@ -12,7 +12,7 @@ mod dir;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{fs, limits, pty, sig, spawn, tree};
+pub(crate) use unix::{fs, limits, pty, sched, sig, spawn, tree};
 
 #[cfg(windows)]
 mod windows;
@@ -25,6 +25,15 @@ pub(crate) use windows::{fs, pty, sig, spawn, tree};
 pub fn launcher_if_asked() {
     #[cfg(windows)]
     windows::launch::if_asked();
+}
+
+/// Off Unix no scheduling hint is given.
+#[cfg(not(unix))]
+pub(crate) mod sched {
+    /// No hint: `false`.
+    pub(crate) fn prefer_prompt_wakeups() -> bool {
+        false
+    }
 }
 
 /// Off Unix there is no soft limit on open descriptors to raise.

@@ -18,6 +18,7 @@ mod processes;
 mod procs;
 mod protocol;
 mod raw;
+mod scheduling;
 mod schemas;
 mod takeover;
 mod tasks;

@@ -5,6 +5,7 @@ pub(crate) mod fs;
 pub(crate) mod limits;
 pub(crate) mod pty;
 mod reactor;
+pub(crate) mod sched;
 pub(crate) mod sig;
 pub(crate) mod spawn;
 pub(crate) mod tree;
