@@ -18,8 +18,8 @@
 //! (each job has ended before the next call, untimed: `wait_for_job`, or the raw child reaped)
 //! — what a start costs, and the target's measure — and back to back (the next call while the
 //! last job's shell still runs: `sh -c true` takes about a millisecond of CPU here, so on two
-//! cores the server's thread then waits for a core; the raw reference reaps each child only
-//! after the next spawn, so it shares the machine the same way).
+//! cores the server's thread then waits for a core; the raw reference reaps its children only
+//! after the round, so they run on beside the next spawns the same way).
 //!
 //! Prints medians and p99s with the ratios, and the targets with verdicts.
 
@@ -118,17 +118,17 @@ fn main() {
             r.child.wait().expect("wait");
             raw_exit.push(t.elapsed());
         }
-        let mut last: Option<std::process::Child> = None;
+        // Reaped after the round: like the jobs of the calls back to back, the children run
+        // on while the next ones start.
+        let mut children = Vec::with_capacity(per);
         for _ in 0..per {
             let t = Instant::now();
             let r = raw_pty_spawn("true");
             raw_b2b.push(t.elapsed());
-            if let Some(mut child) = last.replace(r.child) {
-                child.wait().expect("wait");
-            }
+            children.push(r);
         }
-        if let Some(mut child) = last {
-            child.wait().expect("wait");
+        for mut r in children {
+            r.child.wait().expect("wait");
         }
     }
     let exec_answer = pj.call("tools/call", exec.clone());
