@@ -1,6 +1,7 @@
 //! Open-file limits: the server raises its soft limit to the hard one at start, so hundreds of
-//! jobs run under the usual soft default of 1024; when descriptors truly run out, a start is
-//! refused with a clean "limit reached" and the server keeps serving.
+//! jobs run under the usual soft default of 1024, while each job gets the limit the server
+//! started with; when descriptors truly run out, a start is refused with a clean "limit
+//! reached" and the server keeps serving.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -128,4 +129,39 @@ async fn running_out_of_descriptors_is_a_clean_limit_reached() {
     pids.push(pid);
     s.close().await;
     all_gone(&pids, DEADLINE).await;
+}
+
+/// The soft and hard open-files limits of `pid`, from `/proc/<pid>/limits`.
+fn open_files_limit(pid: u32) -> Option<(String, String)> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    let mut fields = line["Max open files".len()..].split_whitespace();
+    Some((fields.next()?.to_string(), fields.next()?.to_string()))
+}
+
+#[tokio::test]
+async fn a_job_gets_the_open_files_limit_the_server_started_with() {
+    let s = Server::start_fd_limited(&[], 256, 4096).await;
+    let limit = |soft: &str, hard: &str| Some((soft.to_string(), hard.to_string()));
+    assert_eq!(
+        open_files_limit(s.pid),
+        limit("4096", "4096"),
+        "the server raised its own soft limit"
+    );
+    // The shell prints its limits once the test has had the answer, so after the server set
+    // them: what a process it starts then inherits.
+    let (id, pid) = s.exec("read go; ulimit -Sn; ulimit -Hn").await;
+    assert_eq!(
+        open_files_limit(pid),
+        limit("256", "4096"),
+        "the job's shell"
+    );
+    s.ok("interact_with_job", json!({ "job_id": id, "input": "go" }))
+        .await;
+    let out = s.wait_output(&id, "4096").await;
+    let printed: Vec<&str> = out.lines().map(str::trim).collect();
+    assert!(
+        printed.windows(2).any(|w| w == ["256", "4096"]),
+        "ulimit in the job: {out:?}"
+    );
 }

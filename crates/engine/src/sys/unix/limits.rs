@@ -1,6 +1,12 @@
 //! Process-wide limits a face raises when it starts.
 
+use std::sync::OnceLock;
+
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+
+/// The soft limit on open files this process started with, when [`raise_fd_limit`] raised it:
+/// what jobs get back ([`restore_for_child`]).
+static STARTED_WITH: OnceLock<u64> = OnceLock::new();
 
 /// Raises the soft limit on open files to the hard limit; returns the soft limit in force
 /// afterwards (`u64::MAX`: unlimited).
@@ -28,10 +34,45 @@ pub(crate) fn raise_fd_limit() -> u64 {
         maximum: current.maximum,
     };
     match setrlimit(Resource::Nofile, raised) {
-        Ok(()) => target,
+        Ok(()) => {
+            let _ = STARTED_WITH.set(soft);
+            target
+        }
         Err(e) => {
             tracing::debug!("cannot raise the open-files limit from {soft} to {target}: {e}");
             soft
         }
     }
+}
+
+/// Gives a child just spawned the soft limit on open files this process started with, when
+/// [`raise_fd_limit`] raised it: a job sees the limit its user's shell has, as Go's runtime does
+/// for the children of a program whose limit it raised (`ulimit -n` says 1024, not the hard
+/// limit; programs that close every descriptor up to the limit, or use `select`, behave as they
+/// do in a terminal). The hard limit is unchanged, so a job may raise its own as any program may.
+///
+/// Linux sets it with `prlimit` on the child right after `posix_spawn` returns, which is once
+/// the shell has exec'd: a process the shell starts before that call (in the microseconds
+/// between its exec and this call) keeps the raised limit — `posix_spawn` has no attribute
+/// for limits. Elsewhere nothing is changed (no `prlimit`): jobs keep the raised limit.
+pub(crate) fn restore_for_child(pid: u32) {
+    #[cfg(target_os = "linux")]
+    if let Some(&soft) = STARTED_WITH.get() {
+        let Some(pid) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            return;
+        };
+        let hard = getrlimit(Resource::Nofile).maximum;
+        let limit = Rlimit {
+            current: Some(soft),
+            maximum: hard,
+        };
+        if let Err(e) = rustix::process::prlimit(Some(pid), Resource::Nofile, limit) {
+            tracing::debug!("job {pid:?} keeps the raised open-files limit: {e}");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pid;
 }

@@ -128,6 +128,8 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     pty::set_nonblocking(&master)?;
     let before = procs::start_clock();
     let pid = start(spec, &slave_path)?;
+    // First: the sooner, the fewer processes the shell can have started with the raised limit.
+    crate::sys::limits::restore_for_child(pid);
     let started = before.filter(|&b| procs::start_clock() == Some(b));
     Ok(Spawned {
         pid,
