@@ -85,31 +85,6 @@ pub(crate) fn start_of(pid: u32) -> Option<(u64, bool)> {
     }
 }
 
-/// The clock that [`start_of`] reads start times on, now (Linux: clock ticks since boot, the
-/// unit of `/proc/<pid>/stat`'s `starttime`, which the kernel takes from the boot-time clock
-/// when the process is created). A process created between two readings that agree has that
-/// start time: a spawn bracketed so knows its child's start time without reading `/proc`,
-/// where the read waits while the child is still in `execve` (about a millisecond of every
-/// `execute` here). `None` where no such clock is known.
-#[cfg(unix)]
-pub(crate) fn start_clock() -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME).ok()?;
-        // SAFETY: sysconf has no preconditions.
-        let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
-        // The kernel's nsec_to_clock_t: whole ticks, rounded down.
-        let ns_per_tick = 1_000_000_000u64.checked_div(hz)?;
-        let ns = u64::try_from(now.tv_sec()).ok()? * 1_000_000_000
-            + u64::try_from(now.tv_nsec()).ok()?;
-        Some(ns / ns_per_tick)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
-}
-
 /// The fields of a `/proc/<pid>/stat` line the kill path needs.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug, PartialEq, Eq)]

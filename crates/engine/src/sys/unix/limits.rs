@@ -4,9 +4,9 @@ use std::sync::OnceLock;
 
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 
-/// The soft limit on open files this process started with, when [`raise_fd_limit`] raised it:
-/// what jobs get back ([`restore_for_child`]).
-static STARTED_WITH: OnceLock<u64> = OnceLock::new();
+/// The limit on open files this process started with (soft, hard; `None`: unlimited), when
+/// [`raise_fd_limit`] raised its soft limit: what jobs get back ([`restore_for_child`]).
+static STARTED_WITH: OnceLock<(u64, Option<u64>)> = OnceLock::new();
 
 /// Raises the soft limit on open files to the hard limit; returns the soft limit in force
 /// afterwards (`u64::MAX`: unlimited).
@@ -35,7 +35,7 @@ pub(crate) fn raise_fd_limit() -> u64 {
     };
     match setrlimit(Resource::Nofile, raised) {
         Ok(()) => {
-            let _ = STARTED_WITH.set(soft);
+            let _ = STARTED_WITH.set((soft, current.maximum));
             target
         }
         Err(e) => {
@@ -57,14 +57,13 @@ pub(crate) fn raise_fd_limit() -> u64 {
 /// for limits. Elsewhere nothing is changed (no `prlimit`): jobs keep the raised limit.
 pub(crate) fn restore_for_child(pid: u32) {
     #[cfg(target_os = "linux")]
-    if let Some(&soft) = STARTED_WITH.get() {
+    if let Some(&(soft, hard)) = STARTED_WITH.get() {
         let Some(pid) = i32::try_from(pid)
             .ok()
             .and_then(rustix::process::Pid::from_raw)
         else {
             return;
         };
-        let hard = getrlimit(Resource::Nofile).maximum;
         let limit = Rlimit {
             current: Some(soft),
             maximum: hard,

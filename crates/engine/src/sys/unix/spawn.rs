@@ -20,7 +20,6 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::kill::Leader;
-use crate::procs;
 use crate::sys::pty;
 use crate::sys::tree::Tree;
 
@@ -51,7 +50,7 @@ pub(crate) struct Spawned {
     pub tree: Tree,
     pub master: OwnedFd,
     /// Its start time (as `/proc` gives it), when the spawn fell within one tick of
-    /// [`procs::start_clock`]; `None` means "read it from `/proc`".
+    /// [`start_clock`]; `None` means "read it from `/proc`".
     pub start: Option<u64>,
 }
 
@@ -126,17 +125,40 @@ fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
     pty::set_nonblocking(&master)?;
-    let before = procs::start_clock();
+    let before = start_clock();
     let pid = start(spec, &slave_path)?;
     // First: the sooner, the fewer processes the shell can have started with the raised limit.
     crate::sys::limits::restore_for_child(pid);
-    let started = before.filter(|&b| procs::start_clock() == Some(b));
+    let started = before.filter(|&b| start_clock() == Some(b));
     Ok(Spawned {
         pid,
         tree: Tree::new(pid),
         master,
         start: started,
     })
+}
+
+/// The clock `/proc/<pid>/stat`'s `starttime` is read on, now: clock ticks since boot (the
+/// kernel takes a process's start from the boot-time clock when it creates it). A process
+/// created between two readings that agree has that start time, so a spawn bracketed so knows
+/// its child's start time without reading `/proc` — where the read waits while the child is
+/// still in `execve` (about a millisecond of every start here). `None` off Linux.
+fn start_clock() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME).ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+        // The kernel's nsec_to_clock_t: whole ticks, rounded down.
+        let ns_per_tick = 1_000_000_000u64.checked_div(hz)?;
+        let ns = u64::try_from(now.tv_sec()).ok()? * 1_000_000_000
+            + u64::try_from(now.tv_nsec()).ok()?;
+        Some(ns / ns_per_tick)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
 }
 
 /// Reaps a child whose start was abandoned (it has just been sent SIGKILL), so no zombie is
@@ -349,12 +371,14 @@ mod tests {
         let mut known = 0;
         for _ in 0..spawns {
             let child = spawn(&spec).expect("spawn");
-            let from_proc = procs::start_of(child.pid).map(|(start, _)| start);
-            // SAFETY: kill and waitpid on our own unreaped child.
-            unsafe {
-                libc::kill(child.pid as libc::pid_t, libc::SIGKILL);
-                libc::waitpid(child.pid as libc::pid_t, std::ptr::null_mut(), 0);
-            }
+            let from_proc = crate::procs::start_of(child.pid).map(|(start, _)| start);
+            // Ended as a failed start ends its child: the kill path, then the reap.
+            let leader = Arc::new(Leader::new(child.pid, child.tree, child.start));
+            crate::kill::signal_now(
+                &[crate::kill::Target::own(spec.job_id, &leader)],
+                crate::sys::sig::SIGKILL,
+            );
+            reap_abandoned(&leader);
             if let Some(start) = child.start {
                 assert_eq!(Some(start), from_proc, "pid {}", child.pid);
                 known += 1;

@@ -65,7 +65,7 @@ pub(crate) struct Spawned {
     pub pid: u32,
     pub tree: Tree,
     pub master: Master,
-    /// Start time known from the spawn: none on Windows (see `procs::start_clock`).
+    /// Start time known from the spawn: none on Windows (the Unix spawn reads it off the boot clock).
     pub start: Option<u64>,
 }
 
