@@ -12,10 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::job::JobId;
-
-/// The environment variable every job's shell gets: the job's id. It is how a process that
-/// escaped the job's session is still recognised as the job's.
-pub const JOB_ID_ENV: &str = "PTYJOBS_JOB_ID";
+use crate::jobenv::JOB_ID_ENV;
 
 /// One live (non-zombie) process that ptyjobs may ever consider signalling. Processes that are
 /// never candidates are not in the table at all: pid 0 and 1, this process, and every process

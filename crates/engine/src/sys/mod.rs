@@ -3,12 +3,13 @@
 //! tree. The rest of the engine (terminal model, transcript, waits, store, keys) is shared.
 //!
 //! Each platform offers the same modules: `pty` (open, read until EOF and reap, write, resize,
-//! echo state, the [`pty::Master`] handle), `spawn` (start a job's shell on a terminal), `tree`
+//! echo state, the [`pty::Master`] handle), `spawn` (start a job's shell on a terminal, from the one [`spawn_spec::SpawnSpec`]), `tree`
 //! (a job's process tree: is it alive, end it, process identity), `sig` (signal numbers) and
 //! `fs` (the state directory's file primitives). What a reader delivers goes into the job's
 //! [`crate::pipeline::Lane`], shared by every platform.
 
 mod dir;
+pub(crate) mod spawn_spec;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
