@@ -177,7 +177,7 @@ impl Target {
                     }
                 }
                 found = pids(members);
-                if group.is_some() && !cfg!(target_os = "linux") && !found.contains(&self.pid) {
+                if group.is_some() && !procs::SCAN_SHOWS_LEADERS && !found.contains(&self.pid) {
                     found.push(self.pid);
                 }
             }),
@@ -226,7 +226,7 @@ fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
             let mut found = Vec::new();
             let ran = leader.while_unreaped(|| {
                 found = pids(t.members(procs, true));
-                if !cfg!(target_os = "linux") && leader.tree.alive() {
+                if !procs::SCAN_SHOWS_LEADERS && leader.tree.alive() {
                     found.push(t.pid);
                 }
             });

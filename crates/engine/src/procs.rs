@@ -51,6 +51,11 @@ pub(crate) fn start_of(pid: u32) -> Option<(u64, bool)> {
     table::info(pid).map(|p| (p.start, p.zombie))
 }
 
+/// Whether a scan ([`since`]) shows a job's live leader among its members, so that the kill
+/// path needs no other sign of it. Where it does not (off Linux), a live process tree stands
+/// for its leader.
+pub(crate) const SCAN_SHOWS_LEADERS: bool = table::SCAN_SHOWS_LEADERS;
+
 /// Whether a process `pid` exists (on Unix a zombie included).
 pub(crate) fn exists(pid: u32) -> bool {
     table::exists(pid)

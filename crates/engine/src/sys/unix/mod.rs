@@ -26,6 +26,9 @@ pub(crate) mod procs {
     pub(crate) use super::tree::process_exists as exists;
     use crate::sys::proc_info::ProcInfo;
 
+    /// Whether a scan shows a job's live leader among its members: no, there is no scan.
+    pub(crate) const SCAN_SHOWS_LEADERS: bool = false;
+
     /// Unknown: `None`.
     pub(crate) fn info(_pid: u32) -> Option<ProcInfo> {
         None

@@ -10,6 +10,10 @@ use rustix::fs::{CWD, Mode, OFlags, openat};
 pub(crate) use super::tree::process_exists as exists;
 use crate::sys::proc_info::ProcInfo;
 
+/// Whether a scan shows a job's live leader among its members: yes, every live process of a
+/// job, its leader included, is in `/proc` with its session and marker.
+pub(crate) const SCAN_SHOWS_LEADERS: bool = true;
+
 /// The fields of a `/proc/<pid>/stat` (or `/proc/<pid>/task/<tid>/stat`) line that ptyjobs
 /// reads.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,6 +12,10 @@
 pub(crate) use super::tree::process_exists as exists;
 use crate::sys::proc_info::ProcInfo;
 
+/// Whether a scan shows a job's live leader among its members: taken as no, as it has not
+/// been seen to on a Mac; a live process tree stands for its leader.
+pub(crate) const SCAN_SHOWS_LEADERS: bool = false;
+
 /// One process's BSD info, or None when it is gone or not ours to read.
 fn bsd_info(pid: u32) -> Option<libc::proc_bsdinfo> {
     let pid = libc::c_int::try_from(pid).ok()?;

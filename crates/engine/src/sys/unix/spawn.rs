@@ -12,9 +12,7 @@
 //! Why not portable-pty: it silently runs a bad `cwd` in `$HOME`, forks through `pre_exec`,
 //! signals only the leader, blocks on kill, and its writer sends `\n` + ^D when dropped.
 
-use std::ffi::CString;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 
 use crate::error::{Error, Result};
 use crate::kill::Leader;
@@ -49,8 +47,8 @@ pub(crate) fn same_env_name(name: &std::ffi::OsStr, wanted: &str) -> bool {
 }
 
 #[cfg(target_os = "linux")]
-fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
-    CString::new(bytes).map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
+fn cstring(bytes: &[u8], what: &str) -> Result<std::ffi::CString> {
+    std::ffi::CString::new(bytes).map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
 }
 
 /// Starts `spec` on a new PTY. Everything that can fail for want of resources (the PTY, its
@@ -110,6 +108,8 @@ pub(crate) fn reap_abandoned(leader: &Leader) {
 
 #[cfg(target_os = "linux")]
 fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
     use std::ptr::null_mut;
 
     let shell = cstring(spec.shell.as_os_str().as_bytes(), "shell")?;

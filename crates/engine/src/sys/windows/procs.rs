@@ -11,6 +11,9 @@ use windows_sys::Win32::System::Threading::{
 
 use crate::sys::proc_info::ProcInfo;
 
+/// Whether a scan shows a job's live leader among its members: no, there is no scan.
+pub(crate) const SCAN_SHOWS_LEADERS: bool = false;
+
 fn open(pid: u32) -> Option<OwnedHandle> {
     // SAFETY: OpenProcess returns a new handle or NULL.
     let h = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
