@@ -1,14 +1,15 @@
 //! The PTY side of a job: open the pair, write, resize, and the child's exit and reap as the
 //! reactor ([`super::reactor`]) uses them. Starting the child on it is in [`super::spawn`].
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, fcntl};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::Pid;
+use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+use rustix::io::Errno;
+use rustix::process::{Pid, WaitOptions, waitpid};
+use rustix::pty::OpenptFlags;
+use rustix::termios::{LocalModes, Winsize};
 
 use crate::error::{Error, Result};
 use crate::job::JobId;
@@ -17,24 +18,32 @@ use crate::pipeline::Lane;
 
 pub(crate) use crate::pipeline::ExitInfo;
 
-pub(crate) fn errno_io(e: Errno) -> std::io::Error {
-    std::io::Error::from_raw_os_error(e as i32)
+/// `pid` as the system calls take it (`None` for 0 or a pid out of range).
+pub(crate) fn pid(pid: u32) -> Option<Pid> {
+    Pid::from_raw(i32::try_from(pid).ok()?)
 }
 
 /// Opens a PTY master (close-on-exec, so no other child inherits it) of the given size and
 /// returns it with the path of its slave, which the child opens.
 pub(crate) fn open_pty(cols: u16, rows: u16) -> Result<(OwnedFd, String)> {
-    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
-        .map_err(|e| match e {
-            Errno::ENOSPC | Errno::EAGAIN | Errno::EMFILE | Errno::ENFILE => Error::LimitReached(
+    // rustix names O_CLOEXEC only where `posix_openpt` documents it (Linux, some BSDs); it is
+    // passed on every platform, as it always was.
+    let cloexec = OpenptFlags::from_bits_retain(libc::O_CLOEXEC.unsigned_abs());
+    let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | cloexec).map_err(
+        |e| match e {
+            Errno::NOSPC | Errno::AGAIN | Errno::MFILE | Errno::NFILE => Error::LimitReached(
                 format!("no pseudo-terminal available ({e}); kill or wait for some jobs"),
             ),
             e => Error::Spawn(format!("opening a pseudo-terminal failed: {e}")),
-        })?;
-    nix::pty::grantpt(&master).map_err(|e| Error::Spawn(format!("grantpt: {e}")))?;
-    nix::pty::unlockpt(&master).map_err(|e| Error::Spawn(format!("unlockpt: {e}")))?;
-    let name = pts_name(&master)?;
-    let master: OwnedFd = master.into();
+        },
+    )?;
+    rustix::pty::grantpt(&master).map_err(|e| Error::Spawn(format!("grantpt: {e}")))?;
+    rustix::pty::unlockpt(&master).map_err(|e| Error::Spawn(format!("unlockpt: {e}")))?;
+    // Thread-safe on every platform (an ioctl, not `ptsname`'s static buffer).
+    let name = rustix::pty::ptsname(&master, Vec::new())
+        .map_err(|e| Error::Spawn(format!("ptsname: {e}")))?
+        .into_string()
+        .map_err(|_| Error::Spawn("ptsname: not UTF-8".into()))?;
     set_size(&master, cols, rows)?;
     Ok((master, name))
 }
@@ -42,44 +51,20 @@ pub(crate) fn open_pty(cols: u16, rows: u16) -> Result<(OwnedFd, String)> {
 /// Makes reads and writes of the master non-blocking: the reader polls, and a write to a job
 /// that does not read must never block the caller.
 pub(crate) fn set_nonblocking(master: &OwnedFd) -> Result<()> {
-    let flags = fcntl(master, FcntlArg::F_GETFL).map_err(errno_io)?;
-    fcntl(
-        master,
-        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK),
-    )
-    .map_err(errno_io)?;
+    let flags = fcntl_getfl(master).map_err(std::io::Error::from)?;
+    fcntl_setfl(master, flags | OFlags::NONBLOCK).map_err(std::io::Error::from)?;
     Ok(())
 }
 
-#[cfg(target_os = "linux")]
-fn pts_name(master: &nix::pty::PtyMaster) -> Result<String> {
-    nix::pty::ptsname_r(master).map_err(|e| Error::Spawn(format!("ptsname: {e}")))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn pts_name(master: &nix::pty::PtyMaster) -> Result<String> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = LOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    // SAFETY: ptsname returns a static buffer; the lock serialises its callers here.
-    unsafe { nix::pty::ptsname(master) }.map_err(|e| Error::Spawn(format!("ptsname: {e}")))
-}
-
 /// Sets the terminal size; the kernel sends SIGWINCH to the foreground process group.
-pub(crate) fn set_size(master: &impl AsRawFd, cols: u16, rows: u16) -> Result<()> {
-    let ws = libc::winsize {
+pub(crate) fn set_size(master: &impl AsFd, cols: u16, rows: u16) -> Result<()> {
+    let ws = Winsize {
         ws_row: rows,
         ws_col: cols,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
-    // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which outlives the call.
-    let r = unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
-    if r != 0 {
-        return Err(Error::Io(std::io::Error::last_os_error()));
-    }
-    Ok(())
+    rustix::termios::tcsetwinsize(master, ws).map_err(|e| Error::Io(e.into()))
 }
 
 /// Starts reading a job: its master joins the I/O reactor, which drains it into `lane` until
@@ -96,12 +81,10 @@ pub(crate) fn start_reader(
     super::reactor::add(leader, id, master, drain, lane)
 }
 
-fn exit_info(status: WaitStatus) -> Option<ExitInfo> {
-    match status {
-        WaitStatus::Exited(_, code) => Some(ExitInfo::Code(code)),
-        WaitStatus::Signaled(_, sig, _) => Some(ExitInfo::Signal(sig as i32)),
-        _ => None,
-    }
+/// An exit status as `ExitInfo`: its code, or the signal that ended it (`None`: it has not
+/// ended).
+fn exit_info(code: Option<i32>, signal: Option<i32>) -> Option<ExitInfo> {
+    code.map(ExitInfo::Code).or(signal.map(ExitInfo::Signal))
 }
 
 /// The child's exit, if it has exited (never waits). On Linux the child is
@@ -109,33 +92,38 @@ fn exit_info(status: WaitStatus) -> Option<ExitInfo> {
 /// session id — cannot be reused, which is what lets the drain timeout signal the session.
 /// Elsewhere it is reaped here, under the leader's lock.
 pub(super) fn exited(leader: &Leader) -> Option<ExitInfo> {
-    let pid = Pid::from_raw(libc::pid_t::try_from(leader.pid).unwrap_or(0));
-    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
+    // A pid out of range is no child of ours: nothing to tell (never so for a real child).
+    let pid = pid(leader.pid)?;
     loop {
         #[cfg(target_os = "linux")]
-        let r = nix::sys::wait::waitid(nix::sys::wait::Id::Pid(pid), flags | WaitPidFlag::WNOWAIT);
+        let r = rustix::process::waitid(
+            rustix::process::WaitId::Pid(pid),
+            rustix::process::WaitIdOptions::EXITED
+                | rustix::process::WaitIdOptions::NOHANG
+                | rustix::process::WaitIdOptions::NOWAIT,
+        )
+        .map(|s| s.and_then(|s| exit_info(s.exit_status(), s.terminating_signal())));
         #[cfg(not(target_os = "linux"))]
         let r = {
             let mut out = None;
             leader.reap(|| {
-                let r = waitpid(
-                    pid,
-                    Some(flags & !WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG),
-                );
-                let done = !matches!(r, Ok(WaitStatus::StillAlive) | Err(Errno::EINTR));
+                let r = waitpid(Some(pid), WaitOptions::NOHANG);
+                let done = !matches!(r, Ok(None) | Err(Errno::INTR));
                 out = Some(r);
                 done.then_some(())
             });
             match out {
-                Some(r) => r,
+                Some(r) => r.map(|s| {
+                    s.and_then(|(_, s)| exit_info(s.exit_status(), s.terminating_signal()))
+                }),
                 None => return Some(ExitInfo::Code(-1)),
             }
         };
         return match r {
-            Ok(status) => exit_info(status),
-            Err(Errno::EINTR) => continue,
+            Ok(exit) => exit,
+            Err(Errno::INTR) => continue,
             // ECHILD: someone else reaped it (should not happen); report it as gone.
-            Err(Errno::ECHILD) => Some(ExitInfo::Code(-1)),
+            Err(Errno::CHILD) => Some(ExitInfo::Code(-1)),
             Err(_) => None,
         };
     }
@@ -145,11 +133,14 @@ pub(super) fn exited(leader: &Leader) -> Option<ExitInfo> {
 pub(super) fn reap(leader: &Leader) {
     #[cfg(target_os = "linux")]
     {
-        let pid = Pid::from_raw(libc::pid_t::try_from(leader.pid).unwrap_or(0));
+        // A pid out of range is no child of ours (and `None` would wait for any child).
+        let Some(pid) = pid(leader.pid) else {
+            return;
+        };
         leader.reap(|| {
             loop {
-                match waitpid(pid, None) {
-                    Err(Errno::EINTR) => continue,
+                match waitpid(Some(pid), WaitOptions::empty()) {
+                    Err(Errno::INTR) => continue,
                     _ => break Some(()),
                 }
             }
@@ -161,11 +152,7 @@ pub(super) fn reap(leader: &Leader) {
 
 #[cfg(target_os = "linux")]
 pub(super) fn pidfd_open(pid: u32) -> Option<OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    // SAFETY: a non-negative return is a fresh fd that we now own.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    rustix::process::pidfd_open(self::pid(pid)?, rustix::process::PidfdFlags::empty()).ok()
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -176,20 +163,18 @@ pub(super) fn pidfd_open(_pid: u32) -> Option<OwnedFd> {
 /// Writes as much of `data` as the terminal takes without blocking.
 pub(crate) fn write_some(master: &OwnedFd, data: &[u8]) -> std::io::Result<usize> {
     loop {
-        match nix::unistd::write(master, data) {
+        match rustix::io::write(master, data) {
             Ok(n) => return Ok(n),
-            Err(Errno::EAGAIN) => return Ok(0),
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(errno_io(e)),
+            Err(Errno::AGAIN) => return Ok(0),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
 
 /// Whether the terminal echoes input (the ECHO flag of its line discipline).
 pub(crate) fn echoes(master: &OwnedFd) -> bool {
-    nix::sys::termios::tcgetattr(master)
-        .map(|t| t.local_flags.contains(nix::sys::termios::LocalFlags::ECHO))
-        .unwrap_or(false)
+    rustix::termios::tcgetattr(master).is_ok_and(|t| t.local_modes.contains(LocalModes::ECHO))
 }
 
 /// The handle writes and resizes go through: the PTY master.
@@ -198,11 +183,11 @@ pub(crate) type Master = OwnedFd;
 /// The terminal's foreground process group and whether the terminal echoes input; `None` when
 /// it cannot be told.
 pub(crate) fn foreground(master: &OwnedFd) -> Option<(u32, bool)> {
-    let echo = nix::sys::termios::tcgetattr(master)
+    let echo = rustix::termios::tcgetattr(master)
         .ok()?
-        .local_flags
-        .contains(nix::sys::termios::LocalFlags::ECHO);
-    // SAFETY: tcgetpgrp only reads the descriptor's terminal; the fd is open for the call.
-    let pgrp = unsafe { libc::tcgetpgrp(master.as_raw_fd()) };
-    (pgrp > 0).then(|| (pgrp.unsigned_abs(), echo))
+        .local_modes
+        .contains(LocalModes::ECHO);
+    // No foreground group (0) is an error here.
+    let pgrp = rustix::termios::tcgetpgrp(master).ok()?;
+    Some((pgrp.as_raw_nonzero().get().unsigned_abs(), echo))
 }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
-use nix::errno::Errno;
+use rustix::io::Errno;
 
 use super::pty::{exited, pidfd_open, reap};
 use crate::error::{Error, Result};
@@ -462,7 +462,7 @@ fn read_round(e: &mut Entry, buf: &mut [u8], registry: &Registry) -> bool {
             more = true;
             break;
         }
-        match nix::unistd::read(&*master, buf) {
+        match rustix::io::read(&*master, &mut *buf) {
             Ok(0) => {
                 eof = true;
                 break;
@@ -475,8 +475,8 @@ fn read_round(e: &mut Entry, buf: &mut [u8], registry: &Registry) -> bool {
                     break; // the lane is full
                 }
             }
-            Err(Errno::EAGAIN) => break,
-            Err(Errno::EINTR) => continue,
+            Err(Errno::AGAIN) => break,
+            Err(Errno::INTR) => continue,
             Err(_) => {
                 eof = true; // EIO: no process holds the terminal any more
                 break;

@@ -48,7 +48,8 @@ pub(crate) fn same_env_name(name: &std::ffi::OsStr, wanted: &str) -> bool {
 
 #[cfg(target_os = "linux")]
 fn cstring(bytes: &[u8], what: &str) -> Result<std::ffi::CString> {
-    std::ffi::CString::new(bytes).map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
+    std::ffi::CString::new(bytes)
+        .map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
 }
 
 /// Starts `spec` on a new PTY. Everything that can fail for want of resources (the PTY, its
@@ -77,13 +78,12 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
 fn start_clock() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
-        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME).ok()?;
-        // SAFETY: sysconf has no preconditions.
-        let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+        let hz = rustix::param::clock_ticks_per_second();
         // The kernel's nsec_to_clock_t: whole ticks, rounded down.
         let ns_per_tick = 1_000_000_000u64.checked_div(hz)?;
-        let ns = u64::try_from(now.tv_sec()).ok()? * 1_000_000_000
-            + u64::try_from(now.tv_nsec()).ok()?;
+        let ns =
+            u64::try_from(now.tv_sec).ok()? * 1_000_000_000 + u64::try_from(now.tv_nsec).ok()?;
         Some(ns / ns_per_tick)
     }
     #[cfg(not(target_os = "linux"))]
@@ -95,11 +95,14 @@ fn start_clock() -> Option<u64> {
 /// Reaps a child whose start was abandoned (it has just been sent SIGKILL), so no zombie is
 /// left.
 pub(crate) fn reap_abandoned(leader: &Leader) {
-    let pid = nix::unistd::Pid::from_raw(libc::pid_t::try_from(leader.pid).unwrap_or(0));
+    // A pid out of range is no child of ours (and `None` would wait for any child).
+    let Some(pid) = pty::pid(leader.pid) else {
+        return;
+    };
     leader.reap(|| {
         loop {
-            match nix::sys::wait::waitpid(pid, None) {
-                Err(nix::errno::Errno::EINTR) => continue,
+            match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty()) {
+                Err(rustix::io::Errno::INTR) => continue,
                 _ => break Some(()),
             }
         }
