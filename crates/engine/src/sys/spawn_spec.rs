@@ -7,6 +7,9 @@ use std::ffi::{CString, OsString};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::pty::Master;
+use super::tree::Tree;
+
 /// Everything needed to start one job's process.
 #[derive(Debug, Clone)]
 pub(crate) struct SpawnSpec {
@@ -20,6 +23,20 @@ pub(crate) struct SpawnSpec {
     pub rows: u16,
     /// The manager's base environment.
     pub base_env: Arc<BaseEnv>,
+}
+
+/// A started child, as every platform's spawn returns it.
+pub(crate) struct Spawned {
+    /// Its pid (Unix: also its process group and session id).
+    pub pid: u32,
+    /// Its process tree: the process group (Unix) or the Job Object (Windows).
+    pub tree: Tree,
+    /// The terminal's handle, shared by the reader, writes and resizes (made before the child
+    /// started): the PTY master (Unix) or the pseudo console's pipes (Windows).
+    pub master: Master,
+    /// Its start time, when the spawn knows it without asking the process table (Linux: it
+    /// fell within one tick of the boot clock); `None` means "read it".
+    pub start: Option<u64>,
 }
 
 /// The environment every job of a manager starts from, built once per manager (reading and

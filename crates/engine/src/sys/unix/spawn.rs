@@ -12,28 +12,14 @@
 //! Why not portable-pty: it silently runs a bad `cwd` in `$HOME`, forks through `pre_exec`,
 //! signals only the leader, blocks on kill, and its writer sends `\n` + ^D when dropped.
 
-use std::os::fd::OwnedFd;
-
 use crate::error::{Error, Result};
 use crate::kill::Leader;
 use crate::sys::pty;
-pub(crate) use crate::sys::spawn_spec::SpawnSpec;
+pub(crate) use crate::sys::spawn_spec::{SpawnSpec, Spawned};
 use crate::sys::tree::Tree;
 
 /// The shell a job's command runs in unless configured otherwise.
 pub(crate) const DEFAULT_SHELL: &str = "/bin/sh";
-
-/// A started child: its pid (= process group = session id), its tree (the group) and the PTY
-/// master (one descriptor shared by the reactor, writes and resizes), made before the child
-/// started.
-pub(crate) struct Spawned {
-    pub pid: u32,
-    pub tree: Tree,
-    pub master: OwnedFd,
-    /// Its start time (as `/proc` gives it), when the spawn fell within one tick of
-    /// [`start_clock`]; `None` means "read it from `/proc`".
-    pub start: Option<u64>,
-}
 
 /// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
 /// an editor would wait forever for keys nobody types, so this one fails at once and says why.

@@ -40,20 +40,10 @@ use super::tree::Tree;
 use super::wide;
 use crate::error::{Error, Result};
 use crate::kill::Leader;
-pub(crate) use crate::sys::spawn_spec::SpawnSpec;
+pub(crate) use crate::sys::spawn_spec::{SpawnSpec, Spawned};
 
 /// The shell a job's command runs in unless configured otherwise.
 pub(crate) const DEFAULT_SHELL: &str = "cmd.exe";
-
-/// A started child: its pid, its tree (the Job Object) and the console's two pipes (one
-/// handle shared by the reader, writes and resizes).
-pub(crate) struct Spawned {
-    pub pid: u32,
-    pub tree: Tree,
-    pub master: Master,
-    /// Start time known from the spawn: none on Windows (the Unix spawn reads it off the boot clock).
-    pub start: Option<u64>,
-}
 
 /// What `GIT_EDITOR`, `EDITOR` and `VISUAL` run in a job unless its own `env` names an editor:
 /// an editor would wait forever for keys nobody types, so this one fails at once and says why.
