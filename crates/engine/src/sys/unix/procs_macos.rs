@@ -1,6 +1,7 @@
-//! The process table on macOS (the platform's side of `crate::procs`), from libproc: `proc_listallpids` for the pids and
-//! `proc_pidinfo(PROC_PIDTBSDINFO)` for each one's status, process group and start time
-//! (`pbi_start_tvsec`/`pbi_start_tvusec`), `getsid` for its session.
+//! The process table on macOS (the platform's side of `crate::procs`), from libproc:
+//! `proc_listallpids` for the pids and `proc_pidinfo(PROC_PIDTBSDINFO)` for each one's status,
+//! process group and start time (`pbi_start_tvsec`/`pbi_start_tvusec`), `getsid` for its
+//! session.
 //!
 //! A start time here is in microseconds since the epoch (Linux's is in clock ticks since boot):
 //! only ever compared with another start time read on the same machine.

@@ -282,7 +282,7 @@ mod tests {
         let mut known = 0;
         for _ in 0..spawns {
             let child = spawn(&spec).expect("spawn");
-            let from_proc = crate::procs::start_of(child.pid).map(|(start, _)| start);
+            let from_proc = crate::sys::procs::info(child.pid).map(|p| p.start);
             // Ended as a failed start ends its child: the kill path, then the reap.
             let leader = Arc::new(Leader::new(child.pid, child.tree, child.start));
             crate::kill::signal_now(
