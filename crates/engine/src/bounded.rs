@@ -13,10 +13,11 @@ use regex::Regex;
 
 use crate::error::{Error, Result};
 use crate::job::JobId;
-use crate::manager::{Found, JobManager, lock};
+use crate::manager::{Found, JobManager};
 use crate::output::OutputSlice;
 use crate::output::window::{Captured, read_window};
 use crate::search::SearchResult;
+use crate::sync::lock;
 
 impl JobManager {
     /// [`Self::output`] within `max_bytes` of text: a range that does not fit keeps its head

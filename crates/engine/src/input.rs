@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::manager::{Job, lock};
+use crate::manager::Job;
+use crate::sync::lock;
 
 /// How long output must be quiet before a job can count as waiting for input.
 pub(crate) const QUIET: Duration = Duration::from_millis(150);

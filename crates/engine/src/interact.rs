@@ -9,7 +9,8 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::job::{JobId, JobStatus};
 use crate::keys::encode_keys;
-use crate::manager::{JobManager, check_size, lock};
+use crate::manager::{JobManager, check_size};
+use crate::sync::lock;
 use crate::sys::pty;
 
 /// How long after the last output an interaction counts as answered.

@@ -36,10 +36,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::job::JobId;
-use crate::manager::{Inner, JobManager, lock};
+use crate::manager::{Inner, JobManager};
 use crate::procs::{self, Proc};
 use crate::signal::{KillOutcome, KillReport, Signal};
 use crate::store::ProcessRef;
+use crate::sync::lock;
 use crate::sys::sig;
 use crate::sys::tree::{self, Tree};
 use batch::Batch;

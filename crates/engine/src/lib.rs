@@ -39,6 +39,7 @@ mod search;
 mod signal;
 mod start;
 mod store;
+mod sync;
 mod sys;
 mod terminal;
 mod wait;

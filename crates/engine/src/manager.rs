@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -20,6 +20,7 @@ use crate::kill::Leader;
 use crate::pipeline::{ExitInfo, Sink};
 use crate::signal;
 use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
+use crate::sync::lock;
 use crate::terminal::Terminal;
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
@@ -122,11 +123,6 @@ impl State {
             }
         }
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding a lock leaves plain data behind; keep serving rather than cascade.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Job {

@@ -25,7 +25,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::manager::lock;
+use crate::sync::lock;
 
 /// How the job's shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,10 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo};
-use crate::manager::{Found, Job, JobEvent, JobManager, lock};
+use crate::manager::{Found, Job, JobEvent, JobManager};
 use crate::output::OutputSlice;
 use crate::store::{Store, StoredJob};
+use crate::sync::lock;
 use crate::terminal::ScreenSnapshot;
 
 impl JobManager {

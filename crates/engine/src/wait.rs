@@ -9,10 +9,11 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::job::{JobId, JobInfo};
-use crate::manager::{Found, JobManager, lock};
+use crate::manager::{Found, JobManager};
 use crate::output::OutputSlice;
 use crate::search::{self, SearchResult};
 use crate::store::StoredJob;
+use crate::sync::lock;
 
 /// How often a port is probed.
 const PORT_PROBE: Duration = Duration::from_millis(100);

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 
-use crate::manager::lock;
+use crate::sync::lock;
 
 /// The protocol version this engine speaks.
 pub const ATTACH_VERSION: u32 = 1;

@@ -13,7 +13,8 @@ use super::socket::{my_uid, peer_allowed};
 use super::{ATTACH_VERSION, AttachHello, AttachReply};
 use crate::error::Error;
 use crate::job::JobId;
-use crate::manager::{Inner, Job, JobManager, lock};
+use crate::manager::{Inner, Job, JobManager};
+use crate::sync::lock;
 use crate::terminal::ScreenSnapshot;
 
 /// Longest hello line.

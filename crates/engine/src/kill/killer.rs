@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 use super::batch::{Batch, ROUND};
 use super::{Ended, Target};
-use crate::manager::lock;
+use crate::sync::lock;
 
 /// Requests not yet taken by the killer, and whether its thread is running.
 struct Queue {

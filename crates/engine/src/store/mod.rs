@@ -168,7 +168,7 @@ impl ServerRef {
     fn is_alive(&self) -> bool {
         // Our own process needs no look at /proc: its pid cannot have been reused.
         if self.process.pid == std::process::id() {
-            crate::manager::lock(&OPEN_HERE).contains(&self.instance)
+            crate::sync::lock(&OPEN_HERE).contains(&self.instance)
         } else {
             self.process.is_alive()
         }
@@ -177,11 +177,11 @@ impl ServerRef {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if let Some(spare) = crate::manager::lock(&self.spare).take() {
+        if let Some(spare) = crate::sync::lock(&self.spare).take() {
             let _ = self.jobs.remove_tree(&spare.id.to_string());
         }
         if let Some(me) = &self.server {
-            crate::manager::lock(&OPEN_HERE).retain(|i| *i != me.instance);
+            crate::sync::lock(&OPEN_HERE).retain(|i| *i != me.instance);
         }
     }
 }
@@ -218,7 +218,7 @@ impl Store {
             instance: uuid::Uuid::new_v4().to_string(),
             process: ProcessRef::current(),
         };
-        crate::manager::lock(&OPEN_HERE).push(server.instance.clone());
+        crate::sync::lock(&OPEN_HERE).push(server.instance.clone());
         let store = Self {
             server: Some(server),
             cfg,
@@ -370,7 +370,7 @@ impl Store {
         cache: bool,
     ) -> Result<StoredJob> {
         let dir = self.job_path(id);
-        let cached = crate::manager::lock(&self.finals).get(&id).cloned();
+        let cached = crate::sync::lock(&self.finals).get(&id).cloned();
         if let Some(record) = cached {
             // A final record never changes; it only goes away.
             if self.job_dir(id).is_ok_and(|d| d.exists(META)) {
@@ -384,7 +384,7 @@ impl Store {
                     orphaned: false,
                 });
             }
-            crate::manager::lock(&self.finals).remove(&id);
+            crate::sync::lock(&self.finals).remove(&id);
             return Err(Error::JobNotFound(id));
         }
         let text = match self
@@ -426,7 +426,7 @@ impl Store {
             record.orphaned(last_seen);
         }
         if cache && record.status.is_final() && !orphaned {
-            crate::manager::lock(&self.finals).insert(id, record.clone());
+            crate::sync::lock(&self.finals).insert(id, record.clone());
         }
         Ok(StoredJob {
             record,

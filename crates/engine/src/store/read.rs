@@ -25,7 +25,7 @@ impl Store {
     /// [`Error::Io`] when the log cannot be read.
     pub fn log_lines(&self, id: JobId) -> Result<u64> {
         let file = self.open_log(id)?;
-        let mut indexes = crate::manager::lock(&self.indexes);
+        let mut indexes = crate::sync::lock(&self.indexes);
         Ok(indexes.entry(id).or_default().update(&file)?)
     }
 
@@ -40,7 +40,7 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),
         };
-        let mut indexes = crate::manager::lock(&self.indexes);
+        let mut indexes = crate::sync::lock(&self.indexes);
         let index = indexes.entry(id).or_default();
         index.update(&file)?;
         Ok(index.read(&file, from, limit)?)
@@ -59,7 +59,7 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e.into()),
         };
-        let mut indexes = crate::manager::lock(&self.indexes);
+        let mut indexes = crate::sync::lock(&self.indexes);
         let index = indexes.entry(id).or_default();
         match &file {
             Some(file) => {
@@ -205,7 +205,7 @@ impl Store {
             // The index is updated under the lock, then cloned-free: the walk itself holds
             // no lock (a search over a large log must not stall other reads).
             let index = {
-                let mut indexes = crate::manager::lock(&self.indexes);
+                let mut indexes = crate::sync::lock(&self.indexes);
                 let index = indexes.entry(id).or_default();
                 index.update(file)?;
                 index.clone()

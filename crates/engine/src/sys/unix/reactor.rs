@@ -38,8 +38,8 @@ use super::pty::{exited, pidfd_open, reap};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::kill::{self, Leader, Target};
-use crate::manager::lock;
 use crate::pipeline::{ExitInfo, IDLE, Lane, Notice};
+use crate::sync::lock;
 
 /// Without a pidfd, how often a running child is looked at.
 const EXIT_POLL: Duration = Duration::from_millis(50);
