@@ -1,6 +1,8 @@
 //! The engine's one error type.
 
-use crate::job::JobId;
+use std::str::FromStr;
+
+use crate::job::{JobId, JobStatus};
 
 /// Everything that can go wrong in the engine. Callers branch on the variant:
 /// the MCP face maps each to a protocol answer, the Node face to a stable `code`.
@@ -19,7 +21,7 @@ pub enum Error {
         /// The job.
         id: JobId,
         /// Its final status.
-        status: crate::JobStatus,
+        status: JobStatus,
     },
     /// The job belongs to another live ptyjobs server sharing the state directory: only that
     /// server controls it.
@@ -49,3 +51,38 @@ pub enum Error {
 
 /// The engine's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// Parsing the job's public types fails with an engine error: the impls live here, beside
+// `Error`, so that `job` (which `Error` names) needs nothing from this module.
+
+impl FromStr for JobId {
+    type Err = Error;
+
+    /// Parses strictly: only the hyphenated 36-character form (any case) is accepted, so a path,
+    /// an empty string or a truncated id is an [`Error::InvalidJobId`], never a lookup.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let t = s.trim();
+        if t.len() != 36 {
+            return Err(Error::InvalidJobId(s.to_owned()));
+        }
+        uuid::Uuid::try_parse(t)
+            .map(Self)
+            .map_err(|_| Error::InvalidJobId(s.to_owned()))
+    }
+}
+
+impl FromStr for JobStatus {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "running" => Ok(Self::Running),
+            "completed" => Ok(Self::Completed),
+            "failed" => Ok(Self::Failed),
+            "killed" => Ok(Self::Killed),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown status {s:?}: expected running, completed, failed or killed"
+            ))),
+        }
+    }
+}

@@ -16,11 +16,12 @@ use tokio::sync::watch;
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
-use crate::kill::Leader;
+use crate::kill::{self, Target};
 use crate::pipeline::{ExitInfo, Sink};
 use crate::signal;
 use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
 use crate::sync::lock;
+use crate::sys::{Leader, sig};
 use crate::terminal::Terminal;
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
@@ -87,11 +88,11 @@ pub(crate) struct Job {
     /// does not wake up for every batch of output.
     pub(crate) done: watch::Sender<bool>,
     /// Everything written to the job's input goes through here, in order.
-    pub(crate) input: crate::interact::InputQueue,
+    pub(crate) input: crate::input_queue::InputQueue,
     /// Whether the job waits for input, as its reader thread last found.
     pub(crate) waiting: crate::input::InputWatch,
     /// The raw output, for attached clients.
-    pub(crate) tap: crate::attach::Tap,
+    pub(crate) tap: crate::tap::Tap,
 }
 
 pub(crate) struct State {
@@ -189,6 +190,20 @@ impl Job {
     }
 }
 
+impl crate::input::Probed for Job {
+    fn watch(&self) -> &crate::input::InputWatch {
+        &self.waiting
+    }
+
+    fn terminal(&self) -> Option<Arc<crate::sys::pty::Master>> {
+        lock(&self.state).master.clone()
+    }
+
+    fn screen(&self) -> crate::terminal::ScreenSnapshot {
+        lock(&self.state).term.screen()
+    }
+}
+
 /// The parse side of a job (run by the parse workers, in order, through the job's lane).
 pub(crate) struct JobSink {
     pub(crate) job: Arc<Job>,
@@ -242,7 +257,13 @@ impl Sink for JobSink {
     }
 
     fn quiet(&self, quiet: Duration) -> Option<Duration> {
-        crate::input::on_quiet(&self.job, quiet)
+        crate::input::on_quiet(&*self.job, quiet)
+    }
+
+    fn drain_timeout(&self) {
+        // What still holds the terminal is the job's: it ends with its shell, SIGKILL, not
+        // waited for (the reader must go on draining).
+        kill::signal_now(&[Target::own(self.job.id, &self.job.leader)], sig::SIGKILL);
     }
 
     fn exited(&self, exit: ExitInfo) {

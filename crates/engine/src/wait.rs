@@ -200,7 +200,7 @@ impl JobManager {
             {
                 let job = job.clone();
                 input_probe = Some(tokio::task::spawn_blocking(move || {
-                    crate::input::probe_if_quiet(&job);
+                    crate::input::probe_if_quiet(&*job);
                 }));
                 next_input_probe = now + crate::input::WAIT_PROBE;
             }

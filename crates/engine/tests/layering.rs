@@ -3,7 +3,9 @@
 //! circle: parts (locking, a job's pieces, the platform layer) sit below the verbs that use them.
 //!
 //! A module here is a top-level module of the engine (a `mod` line of `lib.rs`); what a submodule
-//! names counts for its top-level module, and `super::` stays inside it. Run
+//! names counts for its top-level module, and `super::` stays inside it. Unit tests
+//! (`#[cfg(test)]` items and the files of `#[cfg(test)] mod x;`) may use any floor: they are not
+//! part of the library. Run
 //! `cargo test -p ptyjobs-engine --test layering -- --nocapture` to see the graph, floor by floor;
 //! `PTYJOBS_LAYERING_SRC=<dir>` reads another copy of `src/` (an older tree, for a before/after).
 
@@ -51,7 +53,7 @@ fn no_two_engine_modules_import_each_other() {
     let mut files = Vec::new();
     read_sources(&src, &src, &mut files);
     let graph = Graph::from_sources(&files);
-    println!("{}", graph.render());
+    eprintln!("{}", graph.render());
     assert!(
         graph.modules.len() > 10,
         "found too few modules in {}: {:?}",
@@ -73,13 +75,16 @@ fn no_two_engine_modules_import_each_other() {
 fn the_module_check_sees_grouped_inline_and_reexported_paths_and_names_a_circle() {
     let lib = "//! see crate::c\nmod a;\nmod b;\nmod c;\nmod d;\npub use d::{Thing, other::Deep as Alias};\npub use regex::Regex;\n";
     let a = "use crate::{b, c::x::Y};\n/// [`crate::d`] in a doc comment\nfn f() { let _ = crate::Regex::new; let s = \"crate::d\"; /* crate::d */ }\n";
-    let b = "fn g() -> crate::Alias { todo!() }\nfn h(_: &'static str, _: char) { let _ = ('\"', r#\"crate::a\"#); }\n";
+    let b = "fn g() -> crate::Alias { todo!() }\nfn h(_: &'static str, _: char) { let _ = ('\"', r#\"crate::a\"#); }\n\
+             #[cfg(test)]\nmod tests { use crate::a; fn t() { crate::c::x() } }\n\
+             #[cfg(all(test, unix))]\n#[allow(unused)]\nfn t() { crate::a::f() }\n#[cfg(test)]\nmod more;\n";
     let files = |d: &str| {
         vec![
             (PathBuf::from("lib.rs"), lib.to_string()),
             (PathBuf::from("a.rs"), a.to_string()),
             (PathBuf::from("b/mod.rs"), b.to_string()),
             (PathBuf::from("b/inner.rs"), "use super::x;".to_string()),
+            (PathBuf::from("b/more.rs"), "use crate::a;".to_string()),
             (PathBuf::from("c.rs"), String::new()),
             (PathBuf::from("d/deep.rs"), d.to_string()),
         ]
@@ -87,7 +92,7 @@ fn the_module_check_sees_grouped_inline_and_reexported_paths_and_names_a_circle(
     let graph = Graph::from_sources(&files("use crate::d::x; // crate::a"));
     let deps = |m: &str| graph.modules[m].iter().cloned().collect::<Vec<_>>();
     assert_eq!(deps("a"), ["b", "c"]);
-    assert_eq!(deps("b"), ["d"]);
+    assert_eq!(deps("b"), ["d"], "unit tests do not count");
     assert!(deps("d").is_empty(), "self and comments do not count");
     assert_eq!(graph.cycle(), None);
     let graph = Graph::from_sources(&files("fn up() { crate::a::f() }"));
@@ -110,7 +115,7 @@ fn read_sources(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, String)>) {
             read_sources(root, &path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).expect("a source file reads");
-            out.push((path.strip_prefix(root).unwrap().to_path_buf(), text));
+            out.push((path.strip_prefix(root).expect("under the root").to_path_buf(), text));
         }
     }
 }
@@ -137,16 +142,33 @@ impl Graph {
             }
         }
         let (reexports, external) = root_reexports(&lib, &modules);
+        let mut code = BTreeMap::new();
+        let mut test_files = BTreeSet::new();
         for (path, text) in files {
+            let (kept, test_mods) = without_tests(&code_only(text));
+            let dir = match path.file_stem().and_then(|s| s.to_str()) {
+                Some("mod" | "lib") => path.parent().expect("a file has a directory").to_path_buf(),
+                _ => path.with_extension(""),
+            };
+            for m in test_mods {
+                test_files.insert(dir.join(format!("{m}.rs")));
+                test_files.insert(dir.join(&m).join("mod.rs"));
+            }
+            code.insert(path.clone(), kept);
+        }
+        for (path, code) in &code {
             let Some(module) = top_module(path) else {
                 continue;
             };
+            if test_files.contains(path) {
+                continue;
+            }
             assert!(
                 modules.contains_key(&module),
                 "{} is not under a `mod` line of lib.rs",
                 path.display()
             );
-            for name in crate_paths(&code_only(text)) {
+            for name in crate_paths(code) {
                 let target = if modules.contains_key(&name) {
                     name
                 } else if let Some(m) = reexports.get(&name) {
@@ -160,7 +182,7 @@ impl Graph {
                     );
                 };
                 if target != module {
-                    modules.get_mut(&module).unwrap().insert(target);
+                    modules.entry(module.clone()).or_default().insert(target);
                 }
             }
         }
@@ -192,7 +214,7 @@ impl Graph {
             // Walk from `start`, always to the first dependency that leads back to it.
             let mut path = vec![start.clone()];
             loop {
-                let here = path.last().unwrap();
+                let here = path.last().expect("the path starts with one module");
                 let next = self.modules[here]
                     .iter()
                     .find(|d| *d == start || (!path.contains(d) && self.reaches(d, start)))
@@ -263,7 +285,7 @@ fn root_reexports(
         for item in items.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let name = match item.split_once(" as ") {
                 Some((_, alias)) => alias.trim(),
-                None => item.rsplit("::").next().unwrap().trim(),
+                None => item.rsplit("::").next().unwrap_or(item).trim(),
             };
             if modules.contains_key(first.trim()) {
                 from_modules.insert(name.to_string(), first.trim().to_string());
@@ -339,6 +361,77 @@ fn crate_paths(code: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// `code` (comments and literals already gone) without its unit tests: every item under
+/// `#[cfg(test)]` or `#[cfg(all(test, ...))]` is blanked out. Also returns the names of the
+/// modules such an attribute declares as files (`#[cfg(test)] mod tests;`).
+fn without_tests(code: &str) -> (String, Vec<String>) {
+    let mut s: Vec<char> = code.chars().collect();
+    let mut test_mods = Vec::new();
+    // The end (exclusive) of the attribute or item that starts at `i`.
+    let close = |s: &[char], i: usize, open: char, shut: char| {
+        let mut depth = 0;
+        for (k, &c) in s.iter().enumerate().skip(i) {
+            if c == open {
+                depth += 1;
+            } else if c == shut {
+                depth -= 1;
+                if depth == 0 {
+                    return k + 1;
+                }
+            }
+        }
+        s.len()
+    };
+    let mut i = 0;
+    while i < s.len() {
+        if !(s[i] == '#' && s.get(i + 1) == Some(&'[')) {
+            i += 1;
+            continue;
+        }
+        let end = close(&s, i + 1, '[', ']');
+        let attr: String = s[i + 2..end - 1]
+            .iter()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        if attr != "cfg(test)" && !attr.starts_with("cfg(all(test,") {
+            i = end;
+            continue;
+        }
+        // Further attributes, then the item: up to its `;`, or its `{ ... }`.
+        let mut j = end;
+        loop {
+            while j < s.len() && s[j].is_whitespace() {
+                j += 1;
+            }
+            if s.get(j) == Some(&'#') && s.get(j + 1) == Some(&'[') {
+                j = close(&s, j + 1, '[', ']');
+            } else {
+                break;
+            }
+        }
+        let mut k = j;
+        while k < s.len() && s[k] != ';' && s[k] != '{' {
+            k += 1;
+        }
+        let item_end = if s.get(k) == Some(&'{') {
+            close(&s, k, '{', '}')
+        } else {
+            let head: String = s[j..k].iter().collect();
+            if let [.., "mod", name] = head.split_whitespace().collect::<Vec<_>>().as_slice() {
+                test_mods.push(name.to_string());
+            }
+            (k + 1).min(s.len())
+        };
+        for c in &mut s[i..item_end] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+        i = item_end;
+    }
+    (s.into_iter().collect(), test_mods)
 }
 
 /// `text` with comments (line, doc, nested block) and the insides of string and char

@@ -9,12 +9,9 @@ mod session;
 mod socket;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{broadcast, watch};
-
-use crate::sync::lock;
+use tokio::sync::watch;
 
 /// The protocol version this engine speaks.
 pub const ATTACH_VERSION: u32 = 1;
@@ -56,36 +53,6 @@ pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
         .take(16)
         .collect();
     state_dir.join("sock").join(format!("{name}.sock"))
-}
-
-/// The raw output of a job, for attached clients. Nothing is allocated until someone attaches.
-#[derive(Default)]
-pub(crate) struct Tap(Mutex<Option<broadcast::Sender<Arc<[u8]>>>>);
-
-/// Output batches an attached client may lag behind before it is sent the screen again.
-#[cfg_attr(not(unix), allow(dead_code))]
-const TAP_BATCHES: usize = 64;
-
-impl Tap {
-    /// Hands `bytes` to the attached clients, if any. Called with the job's state locked, right
-    /// after the bytes were fed to its terminal: a client that subscribed under the same lock
-    /// sees each byte either in its first screen or in the stream, never in both.
-    pub(crate) fn send(&self, bytes: &[u8]) {
-        let tap = lock(&self.0);
-        if let Some(tx) = tap.as_ref()
-            && tx.receiver_count() > 0
-        {
-            let _ = tx.send(Arc::from(bytes));
-        }
-    }
-
-    /// A receiver of the output from now on (call with the job's state locked).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<[u8]>> {
-        lock(&self.0)
-            .get_or_insert_with(|| broadcast::channel(TAP_BATCHES).0)
-            .subscribe()
-    }
 }
 
 /// The attach socket of a manager ([`JobManager::serve_attach`]); dropping it stops listening

@@ -42,7 +42,7 @@ static QUEUE: Mutex<Queue> = Mutex::new(Queue {
 
 /// Asks the killer to end `targets` with `sig` (SIGKILL after `grace`); each receiver gets its
 /// target's result when its sequence is over. Does not block.
-pub(super) fn submit(
+pub(crate) fn submit(
     targets: Vec<Target>,
     sig: i32,
     grace: Duration,

@@ -502,7 +502,7 @@ impl Store {
 
     /// Kills a job for the CLI through the engine's one kill path: leaves a kill request (so
     /// its server records `killed`), then TERM, the grace (capped by
-    /// [`crate::MAX_KILL_GRACE`]), KILL, each only to processes proven to be the job's. A
+    /// [`kill::MAX_KILL_GRACE`]), KILL, each only to processes proven to be the job's. A
     /// record that is not `running` on disk is never acted on. A job whose server is gone is
     /// ended the same way and its record rewritten as `killed`.
     ///
@@ -520,11 +520,11 @@ impl Store {
         if let Err(e) = self.leave_kill_request(id) {
             tracing::warn!("cannot leave a kill request for job {id}: {e}");
         }
-        let target = Target::recorded(id, r.process);
+        let target = Target::recorded(id, r.process.pid, r.process.start_ticks);
         let ended = kill::end(
             &[target],
             Signal::TERM.number(),
-            grace.min(crate::MAX_KILL_GRACE),
+            grace.min(kill::MAX_KILL_GRACE),
         )
         .pop()
         .unwrap_or_default();

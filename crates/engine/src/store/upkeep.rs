@@ -163,7 +163,7 @@ impl Store {
         }
         let targets: Vec<Target> = orphans
             .iter()
-            .map(|r| Target::recorded(r.id, r.process))
+            .map(|r| Target::recorded(r.id, r.process.pid, r.process.start_ticks))
             .collect();
         kill::end(&targets, crate::sys::sig::SIGKILL, Duration::ZERO);
         for record in orphans {

@@ -9,6 +9,9 @@
 //! [`crate::pipeline::Lane`], shared by every platform.
 
 mod dir;
+mod leader;
+pub(crate) use leader::Leader;
+
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

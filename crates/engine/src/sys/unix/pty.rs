@@ -11,9 +11,8 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::error::{Error, Result};
-use crate::job::JobId;
-use crate::kill::Leader;
 use crate::pipeline::Lane;
+use crate::sys::Leader;
 
 pub(crate) use crate::pipeline::ExitInfo;
 
@@ -84,16 +83,15 @@ pub(crate) fn set_size(master: &impl AsRawFd, cols: u16, rows: u16) -> Result<()
 
 /// Starts reading a job: its master joins the I/O reactor, which drains it into `lane` until
 /// EOF, reaps the child, and after the child exits keeps draining for at most `drain` while some
-/// other process still holds the terminal open, then kills (through the kill path) what is left
-/// of the job.
+/// other process still holds the terminal open, then reports the drain timeout to `lane`
+/// (whose sink ends what is left of the job).
 pub(crate) fn start_reader(
     leader: Arc<Leader>,
-    id: JobId,
     master: Arc<OwnedFd>,
     drain: Duration,
     lane: Arc<Lane>,
 ) -> Result<()> {
-    super::reactor::add(leader, id, master, drain, lane)
+    super::reactor::add(leader, master, drain, lane)
 }
 
 fn exit_info(status: WaitStatus) -> Option<ExitInfo> {

@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
-use crate::kill::Leader;
+use crate::sys::Leader;
 use crate::sys::pty;
 use crate::sys::tree::Tree;
 
