@@ -134,7 +134,8 @@ pub fn templates() -> ListResourceTemplatesResult {
 /// Reads a resource as text.
 pub fn read(jobs: &JobManager, uri: &str) -> Result<ReadResourceResult, ErrorData> {
     let (id, view) = parse(uri)?;
-    let gone = |e: ptyjobs_engine::Error| ErrorData::resource_not_found(crate::error::message(&e), None);
+    let gone =
+        |e: ptyjobs_engine::Error| ErrorData::resource_not_found(crate::error::message(&e), None);
     let text = match view {
         View::Output => {
             // The end is what matters; tail bounds the work, fit bounds the answer.
