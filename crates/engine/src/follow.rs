@@ -9,7 +9,8 @@
 //!
 //! A job this manager runs is followed through its change notifications; a job known only
 //! from the state directory (another live server's, or one that has ended) through its record,
-//! looked at every [`POLL`].
+//! looked at every [`POLL`]. A reader of the state directory without a manager (the
+//! `ptyjobs logs -f` command) follows through [`Store::follow`], the same way.
 
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ use tokio::sync::watch;
 use crate::error::Result;
 use crate::job::JobId;
 use crate::manager::{Found, JobEvent, JobManager};
+use crate::output::OutputSlice;
+use crate::store::Store;
 
 /// How often a job known only from the state directory is looked at.
 pub const POLL: Duration = Duration::from_millis(100);
@@ -49,12 +52,35 @@ enum Changes {
     Poll,
 }
 
-/// A stream of one job's final lines (see the module docs), made by [`JobManager::follow`].
+/// Where a follow reads: a manager's one read path, or a state directory's reader.
+enum Source<'a> {
+    Manager(JobManager),
+    Store(&'a Store),
+}
+
+impl Source<'_> {
+    fn output(&self, id: JobId, offset: Option<u64>, limit: Option<usize>) -> Result<OutputSlice> {
+        match self {
+            Self::Manager(jobs) => jobs.output(id, offset, limit),
+            Self::Store(store) => store.output(&store.load(id)?, offset, limit),
+        }
+    }
+
+    fn ended(&self, id: JobId) -> Result<bool> {
+        Ok(match self {
+            Self::Manager(jobs) => jobs.status(id)?.status.is_final(),
+            Self::Store(store) => store.load(id)?.record.status.is_final(),
+        })
+    }
+}
+
+/// A stream of one job's final lines (see the module docs), made by [`JobManager::follow`]
+/// (then `'static`) or [`Store::follow`].
 ///
 /// [`Self::next`] waits for the next chunk; [`Self::try_next`] hands out what is there now,
 /// for a caller with its own wake-ups. Dropping a follow ends it.
-pub struct Follow {
-    jobs: JobManager,
+pub struct Follow<'a> {
+    source: Source<'a>,
     id: JobId,
     /// Number of the next line to hand out; `None` before the first read (then the first
     /// line still held).
@@ -69,13 +95,13 @@ impl JobManager {
     ///
     /// # Errors
     /// [`crate::Error::JobNotFound`].
-    pub fn follow(&self, id: JobId, from: Option<u64>) -> Result<Follow> {
+    pub fn follow(&self, id: JobId, from: Option<u64>) -> Result<Follow<'static>> {
         let changes = match self.inner.find(id)? {
             Found::Live(job) => Changes::Events(job.events.subscribe()),
             Found::Stored(_) => Changes::Poll,
         };
         Ok(Follow {
-            jobs: self.clone(),
+            source: Source::Manager(self.clone()),
             id,
             next: from,
             changes,
@@ -84,7 +110,25 @@ impl JobManager {
     }
 }
 
-impl Follow {
+impl Store {
+    /// Follows job `id` of this state directory from line `from` (by default its first
+    /// line), through its record and its files, looked at every [`POLL`]: see [`Follow`].
+    ///
+    /// # Errors
+    /// [`crate::Error::JobNotFound`].
+    pub fn follow(&self, id: JobId, from: Option<u64>) -> Result<Follow<'_>> {
+        self.load(id)?;
+        Ok(Follow {
+            source: Source::Store(self),
+            id,
+            next: from,
+            changes: Changes::Poll,
+            ended: false,
+        })
+    }
+}
+
+impl Follow<'_> {
     /// The job followed.
     pub fn id(&self) -> JobId {
         self.id
@@ -127,11 +171,11 @@ impl Follow {
         let finished = match &mut self.changes {
             Changes::Events(rx) => rx.borrow_and_update().finished,
             Changes::Gone => true,
-            Changes::Poll => self.jobs.status(self.id)?.status.is_final(),
+            Changes::Poll => self.source.ended(self.id)?,
         };
         if finished {
             self.ended = true;
-            let rest = self.jobs.output(self.id, self.next, None)?;
+            let rest = self.source.output(self.id, self.next, None)?;
             self.next = Some(rest.next_offset);
             return Ok((!rest.output.is_empty()).then_some(Followed {
                 first_line: rest.first_line,
@@ -140,7 +184,7 @@ impl Follow {
                 last: true,
             }));
         }
-        let probe = self.jobs.output(self.id, Some(u64::MAX), Some(0))?;
+        let probe = self.source.output(self.id, Some(u64::MAX), Some(0))?;
         if probe.status.is_final() {
             // Ended since the look above: the next call hands out the rest.
             self.changes = Changes::Gone;
@@ -152,7 +196,7 @@ impl Follow {
             return Ok(None);
         }
         let want = usize::try_from((boundary - start).min(CHUNK_LINES)).unwrap_or(usize::MAX);
-        let slice = self.jobs.output(self.id, Some(start), Some(want))?;
+        let slice = self.source.output(self.id, Some(start), Some(want))?;
         // Lines evicted since the probe move the slice later: never pass `boundary`.
         let keep = boundary
             .saturating_sub(slice.first_line)

@@ -76,7 +76,7 @@ struct DataListener {
     callback: Callback<String>,
     /// The listener's place in the job's transcript; `None` when the job could not be
     /// followed (it was forgotten meanwhile): nothing is delivered then.
-    follow: Option<Follow>,
+    follow: Option<Follow<'static>>,
 }
 
 impl Streams {
