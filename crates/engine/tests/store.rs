@@ -282,7 +282,7 @@ async fn followed(mut f: ptyjobs_engine::Follow<'_>) -> String {
     while let Some(chunk) = tokio::time::timeout(Duration::from_secs(30), f.next())
         .await
         .expect("the follow ends with its job")
-        .unwrap()
+        .expect("every read of the follow succeeds")
     {
         all.push_str(&chunk.text);
     }
