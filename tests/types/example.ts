@@ -55,6 +55,14 @@ async function main (): Promise<void> {
   const earlier: JobInfo[] = kept.list().filter((j) => !j.thisServer)
   const forgotten: void = kept.removeJob(earlier[0]?.jobId ?? id)
   console.log(mine, forgotten)
+  // async reads: off the JS thread (a stored job's transcript is read from disk)
+  const stored: Output = await kept.outputAsync(id, { offset: 0, limit: 100, maxBytes: 4096 })
+  const storedTail: Output = await kept.tailAsync(id, 20, { maxBytes: 2048 })
+  const storedScreen: ScreenSnapshot = await kept.screenAsync(id)
+  const storedHits: SearchResult = await kept.searchAsync(id, 'error', { context: 1 })
+  const storedInfo: JobInfo = await kept.statusAsync(id)
+  const storedAll: JobInfo[] = await kept.listAsync()
+  console.log(stored, storedTail, storedScreen, storedHits, storedInfo, storedAll)
 
   const killed: KillResult = await jobs.kill(id, { signal: 'INT', graceMs: 1_000 })
   const literal: 'killed' | 'already_terminated' | 'not_found' = killed

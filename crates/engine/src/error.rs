@@ -6,14 +6,18 @@ use crate::job::{JobId, JobStatus};
 
 /// Everything that can go wrong in the engine. Callers branch on the variant:
 /// the MCP face maps each to a protocol answer, the Node face to a stable `code`.
+///
+/// Messages say what went wrong in the engine's own words and name no tool, method or
+/// command of a face: each face adds its own hint (the MCP server "call list_jobs", the
+/// Node binding "call list()").
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No job with this id exists (or it was evicted from the finished-job list).
-    #[error("no job with id {0}: call list_jobs to see the known jobs")]
+    #[error("no job with id {0}")]
     JobNotFound(JobId),
     /// The text given as a job id is not a UUID.
-    #[error("invalid job id {0:?}: a job id is the UUID that execute_command returned")]
+    #[error("invalid job id {0:?}: a job id is the UUID its job was started with")]
     InvalidJobId(String),
     /// The job has already finished, so it cannot take input, be resized, etc.
     #[error("job {id} is not running (status: {status}); start a new job instead")]

@@ -39,6 +39,9 @@ pub struct Interaction {
     pub first_line: u64,
     /// Absolute line number after the end of `output`.
     pub next_offset: u64,
+    /// The same lines as an output slice read at the same moment (counts, `final_lines`,
+    /// status), for a face to fit into its budget without reading the transcript again.
+    pub slice: crate::output::OutputSlice,
 }
 
 impl JobManager {
@@ -180,11 +183,12 @@ impl JobManager {
         let s = lock(&job.state);
         let slice = s.term.slice(Some(mark), None, s.status);
         Ok(Interaction {
-            output: slice.output,
+            output: slice.output.clone(),
             bytes_written,
             status: s.status,
             first_line: slice.first_line,
             next_offset: slice.next_offset,
+            slice,
         })
     }
 

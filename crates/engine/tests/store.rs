@@ -275,3 +275,54 @@ async fn bounded_reads_span_disk_and_memory_and_keep_head_and_tail() {
     assert_eq!(found.matches[0].before, ["1233"]);
     assert_eq!(found.matches[0].after, ["1235"]);
 }
+
+/// Every chunk a follow hands out, concatenated, until it ends.
+async fn followed(mut f: ptyjobs_engine::Follow<'_>) -> String {
+    let mut all = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(30), f.next())
+        .await
+        .expect("the follow ends with its job")
+        .expect("every read of the follow succeeds")
+    {
+        all.push_str(&chunk.text);
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_hands_out_every_line_once_live_stored_and_from_a_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = persisted(dir.path());
+    let job = first
+        .execute(JobSpec::new(
+            "for i in $(seq 1 500); do echo line $i; done; printf last",
+        ))
+        .unwrap();
+    let live = followed(first.follow(job.id, Some(0)).unwrap()).await;
+    assert_eq!(live, first.output(job.id, Some(0), None).unwrap().output);
+    assert!(live.starts_with("line 1\nline 2\n") && live.ends_with("line 500\nlast"));
+    first.shutdown().await;
+    drop(first);
+
+    let second = persisted(dir.path());
+    let stored = followed(second.follow(job.id, Some(100)).unwrap()).await;
+    assert_eq!(
+        stored,
+        second.output(job.id, Some(100), None).unwrap().output
+    );
+    assert!(stored.starts_with("line 101\n"));
+
+    let reader = ptyjobs_engine::Store::open_reader(StoreConfig::new(dir.path())).unwrap();
+    let mut f = reader.follow(job.id, Some(490)).unwrap();
+    let rest = f.try_next().unwrap().unwrap();
+    assert!(rest.last);
+    assert_eq!((rest.first_line, rest.line_count), (490, 11));
+    assert_eq!(
+        rest.text,
+        (491..=500)
+            .map(|i| format!("line {i}\n"))
+            .collect::<String>()
+            + "last"
+    );
+    assert!(f.ended() && f.try_next().unwrap().is_none());
+}
