@@ -1,6 +1,6 @@
 //! The human CLI (`ptyjobs list | logs | status | kill | rm | prune`), driven as a user would:
 //! the real binary on a state directory that a real server fills with real jobs.
-// Unix only: the harness signals and inspects processes through /proc (Windows: tests/windows.test.mjs).
+// Unix only: the harness signals and inspects processes through /proc (Windows: tests/platforms/windows.test.mjs).
 #![cfg(unix)]
 
 #[path = "cli/harness.rs"]

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict'
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { spawnSync } from 'node:child_process'
-import { ROOT, Cleanup, McpClient, processesWith, runAsync, runSync, structured, waitUntil } from './helpers/npm.mjs'
+import { ROOT, Cleanup, McpClient, processesWith, runAsync, runSync, structured, waitUntil } from '../helpers/npm.mjs'
 
 const EXE = process.env.PTYJOBS_WINDOWS_EXE || join(ROOT, 'target', 'x86_64-pc-windows-gnu', 'release', 'ptyjobs.exe')
 const SHIM = join(ROOT, 'tests', 'wine', 'bcryptprimitives.c')
