@@ -24,7 +24,7 @@ function have (cmd) {
 }
 
 const skip = !have('wine')
-  ? 'wine is not installed (apt-get install wine wine64 gcc-mingw-w64-x86-64; see the README\'s Windows section)'
+  ? 'wine is not installed (apt-get install wine wine64 gcc-mingw-w64-x86-64; see docs/WINDOWS.md)'
   : false
 if (skip) console.log(`# skipping the Windows tests: ${skip}`)
 
