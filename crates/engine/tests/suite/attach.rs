@@ -2,11 +2,9 @@
 //! the refusals.
 #![cfg(unix)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{manager_with, wait_for_output};
+use crate::common::{manager_with, wait_for_output};
 use ptyjobs_engine::{
     ATTACH_VERSION, AttachHello, AttachReply, JobManager, JobSpec, Signal, StoreConfig,
 };
