@@ -115,7 +115,12 @@ fn read_sources(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, String)>) {
             read_sources(root, &path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).expect("a source file reads");
-            out.push((path.strip_prefix(root).expect("under the root").to_path_buf(), text));
+            out.push((
+                path.strip_prefix(root)
+                    .expect("under the root")
+                    .to_path_buf(),
+                text,
+            ));
         }
     }
 }
