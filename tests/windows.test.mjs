@@ -95,6 +95,13 @@ async function scenario () {
   assert.equal(hello.trim(), 'hello')
   assertClean(hello)
 
+  // The job environment is the same policy as on Unix: a capable terminal, no pager, the
+  // editor guard and the job's marker (cmd.exe leaves an unset %VAR% as it is).
+  const envJob = structured(await client.callTool('execute_command', { command: 'echo [%TERM%^|%COLORTERM%^|%PAGER%^|%GIT_PAGER%^|%PTYJOBS_JOB_ID%]', wait: true }))
+  await waitFinal(client, envJob.job_id)
+  const envLine = await output(client, envJob.job_id)
+  assert.match(envLine, new RegExp(`\\[xterm-256color\\|truecolor\\|cat\\|cat\\|${envJob.job_id}\\]`), envLine)
+
   // A non-zero exit is a failed job with its code.
   const three = structured(await client.callTool('execute_command', { command: 'exit /b 3', wait: true }))
   const failed = await waitFinal(client, three.job_id)

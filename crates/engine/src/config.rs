@@ -38,6 +38,10 @@ pub struct EngineConfig {
     /// Longest server-side wait (`wait_for`); longer requests are capped and say so. Default
     /// 50 s, below the 60 s many MCP clients allow a request.
     pub max_wait: Duration,
+    /// What jobs run as `GIT_EDITOR`, `EDITOR` and `VISUAL` (a job's own `env` wins): `None`
+    /// (the default) gives them a command that fails at once and says why, since an
+    /// interactive editor in a background job waits forever for keys nobody types.
+    pub editor: Option<String>,
     /// Where job records and logs are kept across restarts; `None` (the default) keeps
     /// everything in memory.
     pub store: Option<crate::store::StoreConfig>,
@@ -57,6 +61,7 @@ impl Default for EngineConfig {
             max_kill_grace: MAX_KILL_GRACE,
             drain_timeout: Duration::from_millis(500),
             max_wait: Duration::from_secs(50),
+            editor: None,
             store: None,
         }
     }

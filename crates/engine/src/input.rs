@@ -23,6 +23,7 @@
 //!
 //! When it can be wrong is stated on [`InputWait`].
 
+use crate::sys::input_probe;
 use crate::sys::pty::Master;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -152,13 +153,13 @@ pub(crate) trait Probed {
 /// nothing can be looked at).
 #[cfg_attr(windows, allow(dead_code))] // the Windows reader asks for no quiet probes
 pub(crate) fn quiet_delay() -> Option<Duration> {
-    cfg!(target_os = "linux").then_some(QUIET)
+    input_probe::AVAILABLE.then_some(QUIET)
 }
 
 /// Called on a parse worker while output has been quiet for `quiet`: probes when it
 /// is time and returns how long until the next call (`None`: not before new output).
 pub(crate) fn on_quiet(job: &impl Probed, quiet: Duration) -> Option<Duration> {
-    if !cfg!(target_os = "linux") {
+    if !input_probe::AVAILABLE {
         return None; // nothing to look at: no wake-ups for it either
     }
     if quiet < QUIET {
@@ -212,18 +213,5 @@ fn prompt_of(job: &impl Probed) -> String {
 /// terminal echoes; `None` when none waits (or it cannot be told).
 fn probe(master: &Master) -> Option<(u32, bool)> {
     let (pgrp, echo) = crate::sys::pty::foreground(master)?;
-    sys::reader_in_group(pgrp).map(|pid| (pid, echo))
+    input_probe::reader_in_group(pgrp).map(|pid| (pid, echo))
 }
-
-#[cfg(not(target_os = "linux"))]
-mod sys {
-    /// Without `/proc` nothing can be told.
-    pub(super) fn reader_in_group(_pgrp: u32) -> Option<u32> {
-        None
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod linux;
-#[cfg(target_os = "linux")]
-use linux as sys;

@@ -2,7 +2,9 @@
 //! replies to queries.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::sync::lock;
 use crate::sys::pty;
@@ -14,9 +16,21 @@ const MAX_PENDING_REPLIES: usize = 64 * 1024;
 /// A job's input: one writer at a time, and the terminal's replies to queries queued behind a
 /// caller's write in progress, so a reply never lands inside a caller's input (and never
 /// before input written earlier).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct InputQueue {
     state: Mutex<QueueState>,
+    /// The writer's turn: one permit. Callers that wait for it queue in order and are woken
+    /// when it is given back, instead of polling.
+    writer: Semaphore,
+}
+
+impl Default for InputQueue {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            writer: Semaphore::new(1),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -49,6 +63,9 @@ impl QueueState {
 pub(crate) struct Turn<'a> {
     queue: &'a InputQueue,
     master: &'a pty::Master,
+    /// Given back after `drop` has flushed the replies (fields drop after `Drop::drop`), so the
+    /// next writer's input follows them.
+    _permit: SemaphorePermit<'a>,
 }
 
 impl Drop for Turn<'_> {
@@ -82,16 +99,8 @@ impl InputQueue {
 
     /// Takes the writer's turn if it is free (replies already queued are written first).
     pub(crate) fn try_turn<'a>(&'a self, master: &'a pty::Master) -> Option<Turn<'a>> {
-        let mut q = lock(&self.state);
-        if q.busy {
-            return None;
-        }
-        q.busy = true;
-        q.flush(master);
-        Some(Turn {
-            queue: self,
-            master,
-        })
+        let permit = self.writer.try_acquire().ok()?;
+        Some(self.start_turn(master, permit))
     }
 
     /// Waits (until `until`) for the writer's turn.
@@ -100,14 +109,23 @@ impl InputQueue {
         master: &'a pty::Master,
         until: Instant,
     ) -> Option<Turn<'a>> {
-        loop {
-            if let Some(turn) = self.try_turn(master) {
-                return Some(turn);
-            }
-            if Instant::now() >= until {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        let permit = tokio::time::timeout_at(until.into(), self.writer.acquire())
+            .await
+            .ok()?
+            .ok()?; // never closed
+        Some(self.start_turn(master, permit))
+    }
+
+    /// The turn `permit` grants: replies are held from now on, those already queued written
+    /// first.
+    fn start_turn<'a>(&'a self, master: &'a pty::Master, permit: SemaphorePermit<'a>) -> Turn<'a> {
+        let mut q = lock(&self.state);
+        q.busy = true;
+        q.flush(master);
+        Turn {
+            queue: self,
+            master,
+            _permit: permit,
         }
     }
 }

@@ -57,7 +57,7 @@ pub(crate) struct Inner {
     /// write a job's final record even after the manager is gone.
     pub(crate) store: Option<Arc<Store>>,
     /// The environment every job starts from, built once.
-    pub(crate) base_env: Arc<crate::sys::spawn::BaseEnv>,
+    pub(crate) base_env: Arc<crate::sys::spawn_spec::BaseEnv>,
 }
 
 #[derive(Default)]
@@ -436,12 +436,13 @@ impl JobManager {
             .map(Store::open)
             .transpose()?
             .map(Arc::new);
+        let base_env = Arc::new(crate::jobenv::base(config.editor.as_deref()));
         let inner = Arc::new(Inner {
             config,
             runtime,
             table: Mutex::new(Table::default()),
             store,
-            base_env: Arc::new(crate::sys::spawn::BaseEnv::capture()),
+            base_env,
         });
         if let Some(store) = &inner.store {
             // The store's upkeep, at once and then periodically, never in the way of a request.

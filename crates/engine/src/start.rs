@@ -45,10 +45,9 @@ impl JobManager {
             shell: inner.config.shell.clone(),
             command: spec.command.clone(),
             cwd: cwd.clone(),
-            env: spec.env.clone(),
+            env: crate::jobenv::own(&spec.env, id),
             cols,
             rows,
-            job_id: id,
             base_env: Arc::clone(&inner.base_env),
         };
         let spawned = match spawn::spawn(&spawn_spec) {

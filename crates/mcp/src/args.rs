@@ -101,7 +101,7 @@ pub struct ServeArgs {
     /// `sed -i ...` for scripted rebases). Default: a command that fails at once with a message,
     /// because an interactive editor in a background job waits forever. A job's own `env` wins.
     #[arg(long, env = "PTYJOBS_EDITOR")]
-    pub editor: Option<String>,
+    editor: Option<String>,
 }
 
 impl ServeArgs {
@@ -122,6 +122,7 @@ impl ServeArgs {
             max_line_bytes: self.max_line_bytes,
             kill_grace: Duration::from_millis(self.kill_grace_ms),
             max_wait: Duration::from_secs_f64(self.max_wait_secs),
+            editor: self.editor.clone(),
             store,
             ..EngineConfig::default()
         })

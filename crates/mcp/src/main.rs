@@ -79,7 +79,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(serve(config, cli.serve.editor));
+    let code = runtime.block_on(serve(config));
     // Don't wait for the runtime's blocking threads: a read of a terminal stdin never returns.
     // Every job is already gone (serve shut the manager down).
     std::process::exit(match code {
@@ -93,9 +93,9 @@ fn main() -> ExitCode {
 
 /// Serves MCP on stdio until stdin closes or a termination signal arrives, then kills every
 /// job and returns.
-async fn serve(config: EngineConfig, editor: Option<String>) -> Result<(), String> {
+async fn serve(config: EngineConfig) -> Result<(), String> {
     let mut termination = platform::Termination::new()?;
-    let server = server::Server::new().with_editor(editor);
+    let server = server::Server::new();
     // The state directory is opened on the blocking pool, beside the handshake: `initialize`
     // needs no job, and a call that comes before the manager is ready waits for it.
     let making = {

@@ -45,8 +45,6 @@ pub struct Server {
     /// Set once the state directory is opened, beside the handshake ([`Self::set_jobs`]):
     /// `initialize` needs no job. See [`Self::jobs`].
     jobs: Arc<OnceLock<JobManager>>,
-    /// The editor given with `--editor`, set as each job's GIT_EDITOR, EDITOR and VISUAL.
-    pub(crate) editor: Option<Arc<str>>,
     subscriptions: Arc<Subscriptions>,
     /// Jobs ended by `tasks/cancel`.
     cancelled: Arc<tasks::Cancelled>,
@@ -74,7 +72,6 @@ impl Server {
     pub fn new() -> Self {
         Self {
             jobs: Arc::default(),
-            editor: None,
             subscriptions: Arc::default(),
             cancelled: Arc::default(),
             list_changed: broadcast::channel(16).0,
@@ -111,13 +108,6 @@ impl Server {
 }
 
 impl Server {
-    /// Jobs get `editor` as their GIT_EDITOR, EDITOR and VISUAL (unless their `env` says
-    /// otherwise).
-    pub fn with_editor(mut self, editor: Option<String>) -> Self {
-        self.editor = editor.map(Into::into);
-        self
-    }
-
     /// Tells the client that the resource list changed: on the session (clients on 2025
     /// revisions) and on every `subscriptions/listen` stream that asked for it.
     pub(crate) fn resource_list_changed(&self, peer: &Peer<RoleServer>) {

@@ -3,20 +3,24 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A process as recorded on disk: its pid and its start time in clock ticks since boot
-/// (`/proc/<pid>/stat` field 22). Two processes never share both.
+use crate::procs;
+
+/// A process as recorded on disk: its pid and its start time. Two processes never share both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ProcessRef {
     /// The process id.
     pub pid: u32,
-    /// Start time in clock ticks since boot; `None` where the platform does not tell.
+    /// Start time in the platform's unit: clock ticks since boot on Linux (`/proc/<pid>/stat`
+    /// field 22), microseconds since the epoch on macOS, 100 ns since 1601 on Windows; `None`
+    /// where the platform does not tell. Compared only with start times read on the same
+    /// machine.
     pub start_ticks: Option<u64>,
 }
 
 impl ProcessRef {
     /// The reference of the running process `pid`, if it exists now.
     pub fn of(pid: u32) -> Option<Self> {
-        process_exists(pid).then(|| Self {
+        procs::exists(pid).then(|| Self {
             pid,
             start_ticks: start_ticks(pid),
         })
@@ -34,21 +38,23 @@ impl ProcessRef {
     /// Whether the very process recorded is still alive (not merely some process with its pid).
     /// Zombies count as gone.
     pub fn is_alive(&self) -> bool {
-        if !process_exists(self.pid) {
+        if !procs::exists(self.pid) {
             return false;
         }
-        match (self.start_ticks, start_ticks(self.pid)) {
-            (Some(recorded), Some(now)) => recorded == now && !is_zombie(self.pid),
-            // Without start times (not Linux) the pid alone has to do.
+        match (self.start_ticks, procs::start_of(self.pid)) {
+            (Some(recorded), Some((now, zombie))) => recorded == now && !zombie,
+            // Without start times (a platform that does not tell) the pid alone has to do.
             (None, _) => true,
-            // It died between the two looks, or its /proc entry is unreadable.
+            // It died between the two looks, or its entry is unreadable.
             (Some(_), None) => false,
         }
     }
 }
 
-pub(crate) use crate::sys::tree::start_time as start_ticks;
-use crate::sys::tree::{is_zombie, process_exists};
+/// The start time of `pid`, in the platform's unit (see [`ProcessRef::start_ticks`]).
+pub(crate) fn start_ticks(pid: u32) -> Option<u64> {
+    procs::start_of(pid).map(|(start, _)| start)
+}
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,6 @@
 use std::sync::Mutex;
 
 use super::tree::Tree;
-use crate::procs;
 use crate::sync::lock;
 
 /// A job's shell as its parent knows it: the pid, the start time read while it was surely
@@ -27,7 +26,7 @@ impl Leader {
     pub(crate) fn new(pid: u32, tree: Tree, start: Option<u64>) -> Self {
         Self {
             pid,
-            start: start.or_else(|| procs::start_of(pid).map(|(start, _)| start)),
+            start: start.or_else(|| super::procs::info(pid).map(|p| p.start)),
             tree,
             reaped: Mutex::new(false),
         }

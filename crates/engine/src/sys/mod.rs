@@ -3,24 +3,29 @@
 //! tree. The rest of the engine (terminal model, transcript, waits, store, keys) is shared.
 //!
 //! Each platform offers the same modules: `pty` (open, read until EOF and reap, write, resize,
-//! echo state, the [`pty::Master`] handle), `spawn` (start a job's shell on a terminal), `tree`
-//! (a job's process tree: is it alive, end it, process identity), `sig` (signal numbers) and
-//! `fs` (the state directory's file primitives). What a reader delivers goes into the job's
-//! [`crate::pipeline::Lane`], shared by every platform.
+//! echo state, the [`pty::Master`] handle), `spawn` (start a job's shell on a terminal, from
+//! the one [`spawn_spec::SpawnSpec`]), `tree` (a job's process tree: is it alive, end it),
+//! `procs` (the process table: a process's identity, group and session as one
+//! [`proc_info::ProcInfo`], its environment, a walk of every process), `input_probe` (which
+//! process waits to read the terminal: Linux only, elsewhere it tells nothing), `sig` (signal
+//! numbers) and `fs` (the state directory's file primitives). What a reader delivers goes into
+//! the job's [`crate::pipeline::Lane`], shared by every platform.
 
 mod dir;
 mod leader;
 pub(crate) use leader::Leader;
+pub(crate) mod proc_info;
+pub(crate) mod spawn_spec;
 
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{fs, limits, pty, sched, sig, spawn, tree};
+pub(crate) use unix::{fs, limits, procs, pty, sched, sig, spawn, tree};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::{fs, pty, sig, spawn, tree};
+pub(crate) use windows::{fs, procs, pty, sig, spawn, tree};
 
 /// On Windows, when this process was started as a job's console launcher (see
 /// `sys/windows/launch.rs`), runs the job's command and exits with its exit code; otherwise, and
@@ -28,6 +33,21 @@ pub(crate) use windows::{fs, pty, sig, spawn, tree};
 pub fn launcher_if_asked() {
     #[cfg(windows)]
     windows::launch::if_asked();
+}
+
+#[cfg(target_os = "linux")]
+pub(crate) use unix::input_probe;
+
+/// Off Linux there is no `/proc` to tell a job waiting for input from.
+#[cfg(not(target_os = "linux"))]
+pub(crate) mod input_probe {
+    /// Whether this platform can tell a job waiting for input: no.
+    pub(crate) const AVAILABLE: bool = false;
+
+    /// Nothing can be told: `None`.
+    pub(crate) fn reader_in_group(_pgrp: u32) -> Option<u32> {
+        None
+    }
 }
 
 /// Off Unix no scheduling hint is given.

@@ -31,17 +31,10 @@ impl Server {
         Parameters(p): Parameters<ExecuteParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<ExecuteResult>, ToolError> {
-        let mut env = p.env.unwrap_or_default();
-        if let Some(editor) = &self.editor {
-            for var in ["GIT_EDITOR", "EDITOR", "VISUAL"] {
-                env.entry(var.to_owned())
-                    .or_insert_with(|| editor.to_string());
-            }
-        }
         let spec = JobSpec {
             command: p.command,
             cwd: p.cwd.map(PathBuf::from),
-            env,
+            env: p.env.unwrap_or_default(),
             cols: p.cols,
             rows: p.rows,
             name: p.name,

@@ -2,10 +2,40 @@
 //! session leader whose controlling terminal is the PTY.
 
 pub(crate) mod fs;
+#[cfg(target_os = "linux")]
+pub(crate) mod input_probe;
 pub(crate) mod limits;
+#[cfg(target_os = "linux")]
+pub(crate) mod procfs;
+#[cfg(target_os = "linux")]
+pub(crate) use procfs as procs;
+#[cfg(target_os = "macos")]
+#[path = "procs_macos.rs"]
+pub(crate) mod procs;
 pub(crate) mod pty;
 mod reactor;
 pub(crate) mod sched;
 pub(crate) mod sig;
 pub(crate) mod spawn;
 pub(crate) mod tree;
+
+/// Elsewhere on Unix no process table is read: a process's identity is unknown and a scan
+/// finds nothing.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub(crate) mod procs {
+    pub(crate) use super::tree::process_exists as exists;
+    use crate::sys::proc_info::ProcInfo;
+
+    /// Unknown: `None`.
+    pub(crate) fn info(_pid: u32) -> Option<ProcInfo> {
+        None
+    }
+
+    /// Unknown: `None`.
+    pub(crate) fn environ(_pid: u32) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Nothing to walk: `f` is never called.
+    pub(crate) fn each(_f: impl FnMut(u32, ProcInfo)) {}
+}

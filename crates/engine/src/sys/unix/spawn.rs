@@ -12,35 +12,18 @@
 //! Why not portable-pty: it silently runs a bad `cwd` in `$HOME`, forks through `pre_exec`,
 //! signals only the leader, blocks on kill, and its writer sends `\n` + ^D when dropped.
 
-use std::collections::BTreeMap;
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::sys::Leader;
 use crate::sys::pty;
+pub(crate) use crate::sys::spawn_spec::SpawnSpec;
 use crate::sys::tree::Tree;
 
 /// The shell a job's command runs in unless configured otherwise.
 pub(crate) const DEFAULT_SHELL: &str = "/bin/sh";
-
-/// Everything needed to start one job's process.
-#[derive(Debug, Clone)]
-pub(crate) struct SpawnSpec {
-    pub shell: PathBuf,
-    pub command: String,
-    pub cwd: PathBuf,
-    pub env: BTreeMap<String, String>,
-    pub cols: u16,
-    pub rows: u16,
-    /// Given to the job as `PTYJOBS_JOB_ID`: how its processes are recognised, even those that
-    /// leave its session.
-    pub job_id: crate::job::JobId,
-    /// The manager's base environment ([`BaseEnv`]).
-    pub base_env: std::sync::Arc<BaseEnv>,
-}
 
 /// A started child: its pid (= process group = session id), its tree (the group) and the PTY
 /// master (one descriptor shared by the reactor, writes and resizes), made before the child
@@ -59,60 +42,10 @@ pub(crate) struct Spawned {
 pub(crate) const NO_EDITOR: &str = "sh -c 'echo \"ptyjobs: no interactive editor in a background job; \
 pass the text on the command line (git commit -m ...)\" >&2; exit 1'";
 
-/// The environment every job starts from: the server's (without `COLUMNS`/`LINES`, which
-/// would contradict the job's own size), plus a capable terminal, no pager and no editor to hang
-/// in. Built once per manager — reading and copying the whole environment on every spawn was
-/// part of each start's cost — so changes to the server's environment after the manager was made
-/// do not reach jobs.
-#[derive(Debug)]
-pub(crate) struct BaseEnv {
-    vars: BTreeMap<OsString, OsString>,
-    /// `KEY=value` of each entry of `vars`, in the same order, ready for `posix_spawn`.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    entries: Vec<CString>,
-}
-
-impl BaseEnv {
-    /// The base environment as of now.
-    pub(crate) fn capture() -> Self {
-        let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| k != "COLUMNS" && k != "LINES" && k != crate::procs::JOB_ID_ENV)
-            .collect();
-        for (k, v) in [
-            ("TERM", "xterm-256color"),
-            ("COLORTERM", "truecolor"),
-            ("PAGER", "cat"),
-            ("GIT_PAGER", "cat"),
-            ("GIT_EDITOR", NO_EDITOR),
-            ("EDITOR", NO_EDITOR),
-            ("VISUAL", NO_EDITOR),
-        ] {
-            vars.insert(k.into(), v.into());
-        }
-        // The environment holds no NUL bytes; an entry that did could not be passed on.
-        vars.retain(|k, v| !k.as_bytes().contains(&0) && !v.as_bytes().contains(&0));
-        let entries = vars
-            .iter()
-            .filter_map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
-            .collect();
-        Self { vars, entries }
-    }
-}
-
-/// The environment of one job: the base, then the job's own `env`, then its id
-/// (`PTYJOBS_JOB_ID`), which neither the server's environment nor the job's can change.
-#[cfg(not(target_os = "linux"))]
-fn job_env(
-    base: &BaseEnv,
-    extra: &BTreeMap<String, String>,
-    job_id: crate::job::JobId,
-) -> BTreeMap<OsString, OsString> {
-    let mut env = base.vars.clone();
-    for (k, v) in extra {
-        env.insert(k.into(), v.into());
-    }
-    env.insert(crate::procs::JOB_ID_ENV.into(), job_id.to_string().into());
-    env
+/// Whether the environment variable named `name` is the one called `wanted`: on Unix, names
+/// are compared exactly.
+pub(crate) fn same_env_name(name: &std::ffi::OsStr, wanted: &str) -> bool {
+    name == wanted
 }
 
 #[cfg(target_os = "linux")]
@@ -185,24 +118,13 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         cstring(b"-c", "")?,
         cstring(spec.command.as_bytes(), "command")?,
     ];
-    // The base environment, less what the job's own `env` replaces, then that, then the id.
+    // The base environment, less what the job's own variables replace, then those.
     let own: Vec<CString> = spec
         .env
         .iter()
-        .filter(|(k, _)| *k != crate::procs::JOB_ID_ENV)
         .map(|(k, v)| cstring(format!("{k}={v}").as_bytes(), "environment"))
-        .chain(std::iter::once(cstring(
-            format!("{}={}", crate::procs::JOB_ID_ENV, spec.job_id).as_bytes(),
-            "environment",
-        )))
         .collect::<Result<_>>()?;
-    let base = &spec.base_env;
-    let inherited = base
-        .vars
-        .keys()
-        .zip(&base.entries)
-        .filter(|(k, _)| k.to_str().is_none_or(|k| !spec.env.contains_key(k)))
-        .map(|(_, e)| e);
+    let inherited = spec.base_env.entries_not_in(&spec.env);
     let slave = cstring(slave_path.as_bytes(), "terminal path")?;
     let cwd = cstring(spec.cwd.as_os_str().as_bytes(), "cwd")?;
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
@@ -322,7 +244,7 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
         .arg(&spec.command)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(job_env(&spec.base_env, &spec.env, spec.job_id))
+        .envs(spec.base_env.with(&spec.env))
         .stdin(Stdio::from(slave.try_clone()?))
         .stdout(Stdio::from(slave.try_clone()?))
         .stderr(Stdio::from(slave));
@@ -357,15 +279,15 @@ mod tests {
     /// spawns (only one that straddles a tick falls back to reading `/proc`).
     #[test]
     fn a_spawn_knows_its_childs_start_time_as_proc_gives_it() {
+        let id = crate::job::JobId::new();
         let spec = SpawnSpec {
             shell: DEFAULT_SHELL.into(),
             command: "exec sleep 30".into(),
             cwd: std::env::temp_dir(),
-            env: BTreeMap::new(),
+            env: crate::jobenv::own(&Default::default(), id),
             cols: 80,
             rows: 24,
-            job_id: crate::job::JobId::new(),
-            base_env: Arc::new(BaseEnv::capture()),
+            base_env: Arc::new(crate::jobenv::base(None)),
         };
         let spawns = 40;
         let mut known = 0;
@@ -375,7 +297,7 @@ mod tests {
             // Ended as a failed start ends its child: the kill path, then the reap.
             let leader = Arc::new(Leader::new(child.pid, child.tree, child.start));
             crate::kill::signal_now(
-                &[crate::kill::Target::own(spec.job_id, &leader)],
+                &[crate::kill::Target::own(id, &leader)],
                 crate::sys::sig::SIGKILL,
             );
             reap_abandoned(&leader);

@@ -1,6 +1,5 @@
 //! A job's process tree on Unix: the process group (= session) its shell leads. Signals go to
 //! the group; the kill path ([`crate::kill`]) adds the session's other members from `/proc`.
-//! Process identity (pid + start time) comes from `/proc` on Linux.
 
 /// The process group of a job's shell, which is the job's tree.
 #[derive(Debug)]
@@ -60,22 +59,4 @@ pub(crate) fn process_exists(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
     let r = unsafe { libc::kill(pid, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// Fields of `/proc/<pid>/stat` after the command name (which may contain spaces and parens).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    Some(rest.split_whitespace().map(str::to_owned).collect())
-}
-
-/// The start time of `pid` in clock ticks since boot (Linux), or `None`.
-pub(crate) fn start_time(pid: u32) -> Option<u64> {
-    // Field 22 of stat; fields after the name start at field 3, so index 22 - 3.
-    stat_fields(pid)?.get(19)?.parse().ok()
-}
-
-/// Whether `pid` is a zombie (Linux; elsewhere it cannot be told and is taken as alive).
-pub(crate) fn is_zombie(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s == "Z" || s == "X"))
 }

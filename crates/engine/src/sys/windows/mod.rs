@@ -9,6 +9,7 @@
 pub(crate) mod acl;
 pub(crate) mod fs;
 pub(crate) mod launch;
+pub(crate) mod procs;
 pub(crate) mod pty;
 pub(crate) mod sig;
 pub(crate) mod spawn;

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use windows_sys::Win32::Foundation::{HANDLE, HANDLE_FLAG_INHERIT, SetHandleInformation};
@@ -40,24 +40,10 @@ use super::tree::Tree;
 use super::wide;
 use crate::error::{Error, Result};
 use crate::sys::Leader;
+pub(crate) use crate::sys::spawn_spec::SpawnSpec;
 
 /// The shell a job's command runs in unless configured otherwise.
 pub(crate) const DEFAULT_SHELL: &str = "cmd.exe";
-
-/// Everything needed to start one job's process.
-#[derive(Debug, Clone)]
-pub(crate) struct SpawnSpec {
-    pub shell: PathBuf,
-    pub command: String,
-    pub cwd: PathBuf,
-    pub env: BTreeMap<String, String>,
-    pub cols: u16,
-    pub rows: u16,
-    /// Given to the job as `PTYJOBS_JOB_ID`.
-    pub job_id: crate::job::JobId,
-    /// The manager's base environment ([`BaseEnv`]).
-    pub base_env: Arc<BaseEnv>,
-}
 
 /// A started child: its pid, its tree (the Job Object) and the console's two pipes (one
 /// handle shared by the reader, writes and resizes).
@@ -74,50 +60,11 @@ pub(crate) struct Spawned {
 pub(crate) const NO_EDITOR: &str = "cmd.exe /d /c \"echo ptyjobs: no interactive editor in a \
 background job; pass the text on the command line (git commit -m ...) 1>&2 & exit /b 1\"";
 
-/// The environment every job starts from: the server's (without `COLUMNS`/`LINES`, and without
-/// `TERM`/`COLORTERM`: console programs do not read them, and ports of Unix tools would take
-/// them as a promise), plus no pager and no editor to hang in. Built once per manager.
-#[derive(Debug)]
-pub(crate) struct BaseEnv {
-    vars: BTreeMap<OsString, OsString>,
-}
-
-impl BaseEnv {
-    /// The base environment as of now.
-    pub(crate) fn capture() -> Self {
-        let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| {
-                let k = k.to_string_lossy().to_ascii_uppercase();
-                !matches!(k.as_str(), "COLUMNS" | "LINES" | "TERM" | "COLORTERM")
-                    && k != crate::procs::JOB_ID_ENV
-            })
-            .collect();
-        for (k, v) in [
-            ("GIT_PAGER", "cat"),
-            ("PAGER", "cat"),
-            ("GIT_EDITOR", NO_EDITOR),
-            ("EDITOR", NO_EDITOR),
-            ("VISUAL", NO_EDITOR),
-        ] {
-            vars.insert(k.into(), v.into());
-        }
-        Self { vars }
-    }
-}
-
-/// The environment of one job: the base, then the job's own `env`, then its id
-/// (`PTYJOBS_JOB_ID`), which neither the server's environment nor the job's can change.
-fn job_env(
-    base: &BaseEnv,
-    extra: &BTreeMap<String, String>,
-    job_id: crate::job::JobId,
-) -> BTreeMap<OsString, OsString> {
-    let mut env = base.vars.clone();
-    for (k, v) in extra {
-        env.insert(k.into(), v.into());
-    }
-    env.insert(crate::procs::JOB_ID_ENV.into(), job_id.to_string().into());
-    env
+/// Whether the environment variable named `name` is the one called `wanted`: Windows compares
+/// names without regard to case.
+pub(crate) fn same_env_name(name: &OsStr, wanted: &str) -> bool {
+    name.to_str()
+        .is_some_and(|name| name.eq_ignore_ascii_case(wanted))
 }
 
 /// The environment block: `K=V\0` entries sorted by name (case-insensitively, as Windows
@@ -326,7 +273,7 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
         quote(&shell_line)
     );
     let mut cmdline = wide(OsStr::new(&line));
-    let env = env_block(&job_env(&spec.base_env, &spec.env, spec.job_id));
+    let env = env_block(&spec.base_env.with(&spec.env));
     let cwd = wide(spec.cwd.as_os_str());
     // SAFETY: zeroed plain-data structs; the sizes and the attribute list are set below.
     let mut si: STARTUPINFOEXW = unsafe { std::mem::zeroed() };

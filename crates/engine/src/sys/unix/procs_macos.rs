@@ -1,4 +1,4 @@
-//! The process table on macOS, from libproc: `proc_listallpids` for the pids and
+//! The process table on macOS (the platform's side of `crate::procs`), from libproc: `proc_listallpids` for the pids and
 //! `proc_pidinfo(PROC_PIDTBSDINFO)` for each one's status, process group and start time
 //! (`pbi_start_tvsec`/`pbi_start_tvusec`), `getsid` for its session.
 //!
@@ -9,7 +9,8 @@
 //! a process that left its job's session is not recognised on macOS.
 //! Compile-checked here (clippy --target aarch64-apple-darwin); it has not run on a Mac.
 
-use super::Proc;
+pub(crate) use super::tree::process_exists as exists;
+use crate::sys::proc_info::ProcInfo;
 
 /// One process's BSD info, or None when it is gone or not ours to read.
 fn bsd_info(pid: u32) -> Option<libc::proc_bsdinfo> {
@@ -29,16 +30,6 @@ fn start(info: &libc::proc_bsdinfo) -> u64 {
         .saturating_add(info.pbi_start_tvusec)
 }
 
-fn is_zombie(info: &libc::proc_bsdinfo) -> bool {
-    info.pbi_status == libc::SZOMB
-}
-
-/// The start time of `pid` (microseconds since the epoch) and whether it is a zombie.
-pub(super) fn start_of(pid: u32) -> Option<(u64, bool)> {
-    let info = bsd_info(pid)?;
-    Some((start(&info), is_zombie(&info)))
-}
-
 fn session_of(pid: u32) -> Option<u32> {
     let pid = libc::pid_t::try_from(pid).ok()?;
     // SAFETY: getsid takes a pid and touches no memory.
@@ -46,32 +37,33 @@ fn session_of(pid: u32) -> Option<u32> {
     u32::try_from(sid).ok().filter(|&s| s > 0)
 }
 
-/// Every live process but pid 0 and 1, this one, and those of this process's session or group.
-pub(super) fn scan() -> Vec<Proc> {
-    let me = std::process::id();
-    let my_sid = session_of(me).unwrap_or(0);
-    // SAFETY: getpgrp takes no arguments and cannot fail.
-    let my_pgrp = u32::try_from(unsafe { libc::getpgrp() }).unwrap_or(0);
-    let mut procs = Vec::new();
-    for pid in all_pids() {
-        if pid <= 1 || pid == me {
-            continue;
-        }
-        let (Some(info), Some(sid)) = (bsd_info(pid), session_of(pid)) else {
-            continue;
-        };
-        if is_zombie(&info) || sid == my_sid || info.pbi_pgid == my_pgrp {
-            continue;
-        }
-        procs.push(Proc {
-            pid,
-            sid,
-            pgrp: info.pbi_pgid,
-            start: start(&info),
-            marker: None,
-        });
+fn proc_info(pid: u32, info: &libc::proc_bsdinfo) -> ProcInfo {
+    ProcInfo {
+        pgrp: info.pbi_pgid,
+        // 0 when it cannot be read: such a process is never a candidate of a scan.
+        sid: session_of(pid).unwrap_or(0),
+        start: start(info),
+        zombie: info.pbi_status == libc::SZOMB,
     }
-    procs
+}
+
+/// `pid`'s entry, if it exists.
+pub(crate) fn info(pid: u32) -> Option<ProcInfo> {
+    bsd_info(pid).map(|info| proc_info(pid, &info))
+}
+
+/// A process's environment is not read on macOS (see the module docs).
+pub(crate) fn environ(_pid: u32) -> Option<Vec<u8>> {
+    None
+}
+
+/// Calls `f` with every process libproc lists.
+pub(crate) fn each(mut f: impl FnMut(u32, ProcInfo)) {
+    for pid in all_pids() {
+        if let Some(info) = bsd_info(pid) {
+            f(pid, proc_info(pid, &info));
+        }
+    }
 }
 
 /// The pids of every process, as libproc lists them (retried with room to spare, since the

@@ -1,34 +1,18 @@
-//! The Linux probe: which process of a foreground group sleeps waiting for its terminal,
-//! told from `/proc` (see the parent module for what is read and why).
+//! The Linux input probe: which process of a foreground group sleeps waiting for its
+//! terminal, told from `/proc` (see `crate::input` for what is read and why).
 
 use std::fs;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+
+use super::procfs::{Stat, read_stat as stat};
+
+/// Whether this platform can tell a job waiting for input: yes.
+pub(crate) const AVAILABLE: bool = true;
 
 /// `/dev/tty` (major 5, minor 0): whatever the process's controlling terminal is.
 const DEV_TTY: u64 = 5 << 8;
 /// Most descriptors of a poll or select set looked at.
 const MAX_FDS: u64 = 4096;
-
-/// Fields of a `stat` file after the command name (which may hold spaces and parens).
-struct Stat {
-    state: char,
-    pgrp: u32,
-    tty: u64,
-    threads: u32,
-}
-
-fn stat(path: &str) -> Option<Stat> {
-    let text = fs::read_to_string(path).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(Stat {
-        state: f.first()?.chars().next()?,
-        pgrp: f.get(2)?.parse().ok()?,
-        tty: f.get(4)?.parse::<i64>().ok()?.try_into().ok()?,
-        // Field 20; the fields here start at field 3.
-        threads: f.get(17)?.parse().ok()?,
-    })
-}
 
 /// The threads of `pid` (its stat `st` says how many).
 fn threads(pid: u32, st: &Stat) -> Vec<u32> {
