@@ -1,9 +1,9 @@
 //! `JobManager`: the job table behind one lock, and the only place a job's status changes
-//! (`finish`). Starting a job is in [`crate::start`], ending one in [`crate::kill`].
+//! (`finish`). Starting a job is in [`crate::start`], ending one in [`crate::stop`] (through the
+//! kill path, [`crate::kill`]).
 //!
-//! Locking: the table lock and a job's state lock are never held together except table → job
-//! (the finishing path releases the job lock before it takes the table lock). No lock is held
-//! across an `.await` or a blocking wait.
+//! The order of the table lock, the jobs' locks and the locks under them is stated once, in
+//! [`crate::sync`].
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

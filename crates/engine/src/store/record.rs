@@ -65,7 +65,7 @@ pub struct JobRecord {
 
 impl JobRecord {
     /// The record of `info`, owned by `server`; `start_ticks` is the start time of its shell
-    /// as read right after the spawn (see [`crate::kill::Leader`]).
+    /// as read right after the spawn (see [`crate::sys::Leader`]).
     pub(crate) fn new(
         info: &JobInfo,
         start_ticks: Option<u64>,

@@ -1,6 +1,5 @@
-//! A job's shell as its parent (this process) knows it, shared by the platform's reader (which
-//! reaps it) and the kill path (which signals its tree): reaping and signalling take one lock,
-//! so a signal to its process group can never reach a reused pid.
+//! A job's shell as its parent knows it ([`Leader`]): shared by the platform's reader, which
+//! reaps it, and the kill path, which signals its tree.
 
 use std::sync::Mutex;
 
