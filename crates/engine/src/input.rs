@@ -27,7 +27,7 @@ use crate::sys::pty::Master;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::manager::{Job, lock};
@@ -69,7 +69,7 @@ pub(crate) const WAIT_PROBE: Duration = Duration::from_millis(250);
 ///   background group that reads the terminal is stopped by `SIGTTIN` and is not reported; a
 ///   job that made itself a new session (`setsid`) has left the terminal and is not seen.
 /// - **Not Linux**: there is no `/proc`; `waiting_for_input` is always false.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputWait {
     /// Whether the terminal echoes what is typed; false for passwords (the input never
     /// appears in the output then).
@@ -89,6 +89,8 @@ pub(crate) struct InputWatch {
     state: Mutex<Watched>,
     /// Bumped whenever the state changes, for waits.
     changed: watch::Sender<u64>,
+    /// What the job's record on disk says about input (see [`persist`]).
+    pub(crate) pace: Mutex<persist::Pace>,
 }
 
 impl Default for InputWatch {
@@ -100,6 +102,7 @@ impl Default for InputWatch {
                 last_output: Instant::now(),
             }),
             changed: watch::Sender::default(),
+            pace: Mutex::default(),
         }
     }
 }
@@ -239,6 +242,9 @@ fn probe(master: &Master) -> Option<(u32, bool)> {
     let (pgrp, echo) = crate::sys::pty::foreground(master)?;
     sys::reader_in_group(pgrp).map(|pid| (pid, echo))
 }
+
+mod persist;
+pub(crate) use persist::persist;
 
 #[cfg(not(target_os = "linux"))]
 mod sys {

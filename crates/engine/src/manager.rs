@@ -227,6 +227,8 @@ impl Sink for JobSink {
         let Some(store) = &self.store else {
             return;
         };
+        // New output cleared a wait: the record stops saying so (paced).
+        crate::input::persist(&self.job, store);
         let screen = {
             let s = lock(&self.job.state);
             if s.record.is_none() || s.status.is_final() {
@@ -246,7 +248,12 @@ impl Sink for JobSink {
     }
 
     fn quiet(&self, quiet: Duration) -> Option<Duration> {
-        crate::input::on_quiet(&self.job, quiet)
+        let next = crate::input::on_quiet(&self.job, quiet);
+        if let Some(store) = &self.store {
+            // What the probe found reaches the record (paced).
+            crate::input::persist(&self.job, store);
+        }
+        next
     }
 
     fn exited(&self, exit: ExitInfo) {

@@ -113,6 +113,13 @@ pub(crate) fn json_safe(json: &str) -> String {
     out
 }
 
+/// A wait for input for people: `waiting for input: "Name? "`, with `(echo off)` when what is
+/// typed is not shown (a password).
+pub(crate) fn waiting(wait: &ptyjobs_engine::InputWait) -> String {
+    let echo = if wait.echo { "" } else { " (echo off)" };
+    format!("waiting for input{echo}: \"{}\"", one_line(&wait.prompt))
+}
+
 /// `s` cut to at most `width` characters, an ellipsis marking the cut.
 pub(crate) fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
