@@ -19,8 +19,8 @@ use crate::options::{
 };
 use crate::stream::{Callback, Streams};
 use crate::types::{
-    JobInfo, KillReport, KillResult, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult,
-    count, dimension, fitted, millis, whole,
+    JobInfo, KillReport, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult, count,
+    dimension, fitted, millis, whole,
 };
 
 /// Lines `tail` returns when not told.
@@ -334,25 +334,25 @@ impl JobManager {
     /// Ends a job: `signal` (default SIGTERM) to its whole process group and session, SIGKILL
     /// after `graceMs`, and resolves once no process of the job remains.
     ///
-    /// Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
-    /// with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
-    /// (a running job of another live process sharing the state directory). Processes that
-    /// outlive SIGKILL (normally none) are named by `killReport`, which does the same kill.
-    #[napi(catch_unwind, ts_return_type = "Promise<KillResult>")]
+    /// Resolves what was verified, as MCP's `kill_job` answers: `{ outcome, survivors }`, where
+    /// `outcome` is `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`, and
+    /// `survivors` the pids of the job's processes still alive after SIGKILL and a 5 s check
+    /// (normally empty). Rejects with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad
+    /// grace) or `NOT_OWNER` (a running job of another live process sharing the state
+    /// directory).
+    #[napi(catch_unwind, ts_return_type = "Promise<KillReport>")]
     pub fn kill<'env>(
         &self,
         env: &'env Env,
         job_id: String,
         options: Option<KillOptions>,
-    ) -> napi::Result<PromiseRaw<'env, KillResult>> {
-        self.end(env, &job_id, options, |report| report.outcome.into())
+    ) -> napi::Result<PromiseRaw<'env, KillReport>> {
+        self.end(env, &job_id, options)
     }
 
-    /// Ends a job exactly as `kill` does, and resolves what was verified: `{ status,
-    /// survivors }`, where `status` is `kill`'s answer and `survivors` the pids of the job's
-    /// processes still alive after SIGKILL and a 5 s check (normally empty).
+    /// The same as `kill`, kept for programs written when `kill` resolved the outcome alone.
     ///
-    /// Rejects as `kill` does.
+    /// @deprecated `kill` resolves this report now.
     #[napi(catch_unwind, ts_return_type = "Promise<KillReport>")]
     pub fn kill_report<'env>(
         &self,
@@ -360,7 +360,7 @@ impl JobManager {
         job_id: String,
         options: Option<KillOptions>,
     ) -> napi::Result<PromiseRaw<'env, KillReport>> {
-        self.end(env, &job_id, options, KillReport::from)
+        self.end(env, &job_id, options)
     }
 
     /// Forgets a finished job: it leaves `list()`, its id answers `JOB_NOT_FOUND` from then
@@ -499,14 +499,13 @@ impl JobManager {
 }
 
 impl JobManager {
-    /// The kill behind `kill` and `killReport`; `answer` shapes the engine's report.
-    fn end<'env, T: napi::bindgen_prelude::ToNapiValue + Send + 'static>(
+    /// The kill behind `kill` and `killReport`.
+    fn end<'env>(
         &self,
         env: &'env Env,
         job_id: &str,
         options: Option<KillOptions>,
-        answer: fn(engine::KillReport) -> T,
-    ) -> napi::Result<PromiseRaw<'env, T>> {
+    ) -> napi::Result<PromiseRaw<'env, KillReport>> {
         let o = options.unwrap_or_default();
         let parsed = (|| -> Result<(JobId, Signal, Option<std::time::Duration>)> {
             let id = parse_id(job_id)?;
@@ -525,7 +524,7 @@ impl JobManager {
         env.spawn_future_with_callback(
             async move { Ok(jobs.kill(id, signal, grace).await) },
             move |env, res| match res {
-                Ok(report) => Ok(answer(report)),
+                Ok(report) => Ok(KillReport::from(report)),
                 Err(e) => Err(into_napi(env, from_engine(e))),
             },
         )
