@@ -7,9 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{manager_with, wait_for_output};
-use ptyjobs_engine::{
-    ATTACH_VERSION, AttachHello, AttachReply, JobManager, JobSpec, Signal, StoreConfig,
-};
+use ptyjobs_engine::{AttachHello, AttachReply, JobManager, JobSpec, Signal, StoreConfig};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
@@ -36,9 +34,11 @@ async fn hello(path: &std::path::Path, line: &str) -> (AttachReply, BufReader<Un
     )
 }
 
+/// A version 1 hello: raw keystrokes, the job keeps its size (version 2 is tested through the
+/// real `ptyjobs attach` in the MCP crate's e2e tests).
 fn hello_for(id: &str) -> String {
     let h = AttachHello {
-        version: ATTACH_VERSION,
+        version: 1,
         job_id: id.to_owned(),
         cols: 80,
         rows: 24,
