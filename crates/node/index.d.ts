@@ -26,7 +26,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * so its history outlives the manager: a later manager on the same directory lists the jobs
  * of earlier runs (`thisServer: false`; one whose manager died while it ran reads `killed`,
  * reason `server stopped`) and reads their output, until `removeJob` or the retention limits
- * remove them. (The MCP server persists by default; the binding only when asked.)
+ * remove them. (The MCP server persists by default; the binding only when asked.) A persisting
+ * manager also serves the attach socket (Unix) while it is open: a person can type into one
+ * of its jobs from a terminal with `ptyjobs attach <id> --state-dir <dir>`, as with the MCP
+ * server's jobs.
  */
 export declare class JobManager {
   /**

@@ -42,13 +42,19 @@ const DEFAULT_TAIL: usize = 50;
 /// so its history outlives the manager: a later manager on the same directory lists the jobs
 /// of earlier runs (`thisServer: false`; one whose manager died while it ran reads `killed`,
 /// reason `server stopped`) and reads their output, until `removeJob` or the retention limits
-/// remove them. (The MCP server persists by default; the binding only when asked.)
+/// remove them. (The MCP server persists by default; the binding only when asked.) A persisting
+/// manager also serves the attach socket (Unix) while it is open: a person can type into one
+/// of its jobs from a terminal with `ptyjobs attach <id> --state-dir <dir>`, as with the MCP
+/// server's jobs.
 #[napi]
 pub struct JobManager {
     jobs: engine::JobManager,
     runtime: Handle,
     streams: Arc<Streams>,
     closed: Arc<AtomicBool>,
+    /// The attach socket (`ptyjobs attach`), served while the manager is open, when jobs are
+    /// persisted (Unix): the one the MCP server serves, with the same protections.
+    attach: std::sync::Mutex<Option<engine::AttachServer>>,
 }
 
 fn parse_id(id: &str) -> Result<JobId> {
@@ -117,11 +123,15 @@ impl JobManager {
                     (e, _) => from_engine(e),
                 }
             })?;
+        // A person may attach to a job from a terminal (`ptyjobs attach <id>`), as to the MCP
+        // server's. Without it the jobs still run: attaching is an extra.
+        let attach = jobs.store().and_then(|_| jobs.serve_attach().ok());
         Ok(Self {
             jobs,
             runtime,
             streams: Arc::default(),
             closed: Arc::default(),
+            attach: std::sync::Mutex::new(attach),
         })
     }
 
@@ -487,6 +497,13 @@ impl JobManager {
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         self.closed.store(true, Ordering::SeqCst);
+        // No one attaches to a closed manager's jobs: the socket goes first.
+        drop(
+            self.attach
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
         let jobs = self.jobs.clone();
         let streams = self.streams.clone();
         env.spawn_future(async move {

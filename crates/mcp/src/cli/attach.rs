@@ -163,8 +163,9 @@ pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
     let path = attach_socket_path(&store.config().dir, &record.server.instance);
     let mut sock = UnixStream::connect(&path).map_err(|e| {
         Failure::msg(format!(
-            "cannot reach the server of job {id} at {}: {e} (a Node.js manager, a server of a \
-             version without attach, or one that cannot listen there has no socket)",
+            "cannot reach the server of job {id} at {}: {e} (a Node.js manager closed or of a \
+             version without attach, such a server, or one that cannot listen there has no \
+             socket)",
             path.display()
         ))
     })?;
