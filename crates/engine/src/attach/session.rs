@@ -165,9 +165,19 @@ async fn serve_frames(
     }
 }
 
+/// When another person's resize changed the job's size (never without a viewer).
+async fn resized_by_another(viewer: Option<&mut Viewer>) {
+    match viewer {
+        Some(v) => v.resized_by_another().await,
+        None => std::future::pending().await,
+    }
+}
+
 enum Step {
     Output(Arc<[u8]>),
     Lagged,
+    /// Another person's resize changed the job's size.
+    Resized,
     Keys(usize),
     Detached,
     Ended,
@@ -193,7 +203,7 @@ async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
     // Version 2: the job takes the person's size for as long as they are attached (and gets
     // its own back when the last person leaves: the viewer's drop, on every way out).
     let framed = hello.version >= 2;
-    let _viewer = framed.then(|| Viewer::attach(&jobs, job.id, Some((hello.cols, hello.rows))));
+    let mut viewer = framed.then(|| Viewer::attach(&jobs, job.id, Some((hello.cols, hello.rows))));
     let mut frames = Decoder::default();
     let Some((screen, mut tap)) = formatted_screen_and_tap(&job) else {
         return refuse(rd, &mut wr, format!("job {} is not running", job.id)).await;
@@ -221,11 +231,13 @@ async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
                 n => Step::Keys(n),
             },
             _ = done.wait_for(|d| *d) => Step::Ended,
+            () = resized_by_another(viewer.as_mut()) => Step::Resized,
         };
         match step {
             Step::Output(bytes) => wr.write_all(&bytes).await?,
-            Step::Lagged => {
-                // Too slow for the stream: start again from the screen.
+            Step::Lagged | Step::Resized => {
+                // Too slow for the stream, or another person resized the job (its screen has
+                // a new size): start again from the screen.
                 let Some((screen, fresh)) = formatted_screen_and_tap(&job) else {
                     break;
                 };
@@ -243,7 +255,7 @@ async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
             }
             Step::Keys(n) => {
                 frames.push(&keys[..n]);
-                if !serve_frames(&jobs, &job, &mut frames, _viewer.as_ref()).await {
+                if !serve_frames(&jobs, &job, &mut frames, viewer.as_ref()).await {
                     break;
                 }
             }
