@@ -130,9 +130,10 @@ impl Tap {
 ///
 /// Size (version 2): the job's terminal takes the person's size at attach and at every resize
 /// (the job gets `SIGWINCH` and redraws for every viewer; with several people attached the
-/// latest size wins, and the others are sent the job's screen again at that size). When the last person leaves, the job gets back the size it had before
-/// the first one attached, unless someone else (an agent's `resize_job`) resized it meanwhile.
-/// Version 1 clients leave the job's size alone.
+/// latest size wins, and the others are sent the job's screen again at that size). When the
+/// last person leaves, the job gets back the size it had before the first one attached, unless
+/// someone else (an agent's `resize_job`) resized it meanwhile. Version 1 clients leave the
+/// job's size alone.
 #[derive(Debug)]
 pub struct AttachServer {
     path: PathBuf,
