@@ -26,7 +26,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * so its history outlives the manager: a later manager on the same directory lists the jobs
  * of earlier runs (`thisServer: false`; one whose manager died while it ran reads `killed`,
  * reason `server stopped`) and reads their output, until `removeJob` or the retention limits
- * remove them. (The MCP server persists by default; the binding only when asked.)
+ * remove them. (The MCP server persists by default; the binding only when asked.) A persisting
+ * manager also serves the attach socket (Unix) while it is open: a person can type into one
+ * of its jobs from a terminal with `ptyjobs attach <id> --state-dir <dir>`, as with the MCP
+ * server's jobs.
  */
 export declare class JobManager {
   /**
@@ -128,18 +131,18 @@ export declare class JobManager {
    * Ends a job: `signal` (default SIGTERM) to its whole process group and session, SIGKILL
    * after `graceMs`, and resolves once no process of the job remains.
    *
-   * Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
-   * with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
-   * (a running job of another live process sharing the state directory). Processes that
-   * outlive SIGKILL (normally none) are named by `killReport`, which does the same kill.
+   * Resolves what was verified, as MCP's `kill_job` answers: `{ outcome, survivors }`, where
+   * `outcome` is `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`, and
+   * `survivors` the pids of the job's processes still alive after SIGKILL and a 5 s check
+   * (normally empty). Rejects with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad
+   * grace) or `NOT_OWNER` (a running job of another live process sharing the state
+   * directory).
    */
-  kill(jobId: string, options?: KillOptions | undefined | null): Promise<KillResult>
+  kill(jobId: string, options?: KillOptions | undefined | null): Promise<KillReport>
   /**
-   * Ends a job exactly as `kill` does, and resolves what was verified: `{ status,
-   * survivors }`, where `status` is `kill`'s answer and `survivors` the pids of the job's
-   * processes still alive after SIGKILL and a 5 s check (normally empty).
+   * The same as `kill`, kept for programs written when `kill` resolved the outcome alone.
    *
-   * Rejects as `kill` does.
+   * @deprecated `kill` resolves this report now.
    */
   killReport(jobId: string, options?: KillOptions | undefined | null): Promise<KillReport>
   /**
@@ -295,10 +298,16 @@ export interface KillOptions {
   graceMs?: number
 }
 
-/** What `killReport` verified: how the kill ended, and the job's processes that outlived it. */
+/**
+ * What a kill verified (`kill` resolves it), as MCP's `kill_job` answers: how the kill ended,
+ * and the job's processes that outlived it.
+ */
 export interface KillReport {
-  /** `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`. */
-  status: KillResult
+  /**
+   * `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`: what `kill`
+   * resolved before it resolved a report.
+   */
+  outcome: KillResult
   /**
    * Pids of the job's processes still alive after SIGKILL and a 5 s check (normally
    * empty): named, never hidden.

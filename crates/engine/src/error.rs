@@ -39,6 +39,16 @@ pub enum Error {
         /// The pid of the server that owns it.
         server_pid: u32,
     },
+    /// A kill of a job known from its record signalled nothing because no process could be
+    /// proven to be the job's on this platform (as opposed to [`Error::NotRunning`]: its
+    /// processes are gone). `reason` says what was missing.
+    #[error("nothing was signalled for job {id}: {reason}")]
+    Unproven {
+        /// The job.
+        id: JobId,
+        /// Why nothing could be proven.
+        reason: String,
+    },
     /// The job could not be started (PTY allocation, fork/exec, ...).
     #[error("could not start the job: {0}")]
     Spawn(String),

@@ -54,6 +54,8 @@ pub(crate) struct InputWatch {
     state: Mutex<Watched>,
     /// Bumped whenever the state changes, for waits.
     changed: watch::Sender<u64>,
+    /// What the job's record on disk says about input (see [`Pace`]).
+    pub(crate) pace: Mutex<Pace>,
 }
 
 impl Default for InputWatch {
@@ -65,6 +67,7 @@ impl Default for InputWatch {
                 last_output: Instant::now(),
             }),
             changed: watch::Sender::default(),
+            pace: Mutex::default(),
         }
     }
 }
@@ -215,3 +218,6 @@ fn probe(master: &Master) -> Option<(u32, bool)> {
     let (pgrp, echo) = crate::sys::pty::foreground(master)?;
     input_probe::reader_in_group(pgrp).map(|pid| (pid, echo))
 }
+
+mod pace;
+pub(crate) use pace::Pace;

@@ -160,7 +160,7 @@ pub struct JobInfo {
 ///   background group that reads the terminal is stopped by `SIGTTIN` and is not reported; a
 ///   job that made itself a new session (`setsid`) has left the terminal and is not seen.
 /// - **Not Linux**: there is no `/proc`; `waiting_for_input` is always false.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputWait {
     /// Whether the terminal echoes what is typed; false for passwords (the input never
     /// appears in the output then).

@@ -16,8 +16,10 @@
 //!
 //! Never signalled: pid 0 or 1, a negative pid, this process, its own session or process group
 //! (they are not even in the process table, see [`crate::procs`]), or a bare number from a
-//! record whose process is gone. Off Linux there is no process table: only the first rule
-//! applies, and a job recorded by another server is never signalled.
+//! record whose process is gone. On macOS the process table has sessions and start times but no
+//! job markers: the first two rules apply. Elsewhere there is no process table: only the first
+//! rule applies, and a job recorded by another server is never signalled. A kill of a recorded
+//! job that could prove nothing says why ([`why_unproven`]).
 //!
 //! On Windows a job's tree is its Job Object ([`crate::sys::tree`]): any signal ends it at once
 //! (`TerminateJobObject`), there is no process table, and a recorded job is never signalled.
@@ -30,6 +32,9 @@
 
 mod batch;
 pub(crate) mod killer;
+mod unproven;
+
+pub(crate) use unproven::{Proofs, why_unproven};
 
 use std::collections::HashSet;
 use std::sync::Arc;

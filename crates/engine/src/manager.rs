@@ -238,6 +238,8 @@ impl Sink for JobSink {
         let Some(store) = &self.store else {
             return;
         };
+        // New output cleared a wait: the record stops saying so (paced).
+        persist_input(&self.job, store);
         let screen = {
             let s = lock(&self.job.state);
             if s.record.is_none() || s.status.is_final() {
@@ -257,7 +259,12 @@ impl Sink for JobSink {
     }
 
     fn quiet(&self, quiet: Duration) -> Option<Duration> {
-        crate::input::on_quiet(&*self.job, quiet)
+        let next = crate::input::on_quiet(&*self.job, quiet);
+        if let Some(store) = &self.store {
+            // What the probe found reaches the record (paced).
+            persist_input(&self.job, store);
+        }
+        next
     }
 
     fn drain_timeout(&self) {
@@ -273,6 +280,29 @@ impl Sink for JobSink {
         }
         self.job.events.send_modify(|e| e.finished = true);
         self.job.done.send_replace(true);
+    }
+}
+
+/// Brings the input state of `job`'s record on disk (so that readers of the state directory —
+/// `ptyjobs status`, `ptyjobs list`, another server — see what this server's callers see) up to what its watch says, when a write
+/// is due (see `crate::input::Pace::due`). Blocking (a file write, about a millisecond): call it on a parse
+/// worker. The write happens under the job's lock, as the final record's does, so it can never
+/// land after the final record and overwrite it.
+fn persist_input(job: &Job, store: &Store) {
+    let wait = job.waiting.current();
+    let mut s = lock(&job.state);
+    if s.status.is_final() {
+        return;
+    }
+    let Some(record) = s.record.as_mut() else {
+        return;
+    };
+    if !lock(&job.waiting.pace).due(&wait, Instant::now()) {
+        return;
+    }
+    record.input = wait;
+    if let Err(e) = store.write_record(record) {
+        tracing::warn!("cannot save the input state of job {}: {e}", job.id);
     }
 }
 

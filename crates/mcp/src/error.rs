@@ -54,6 +54,7 @@ impl From<Error> for ToolError {
             | Error::JobNotFound(_)
             | Error::NotRunning { .. }
             | Error::NotOwner { .. }
+            | Error::Unproven { .. }
             | Error::InvalidArgument(_)
             | Error::LimitReached(_)
             | Error::Spawn(_)

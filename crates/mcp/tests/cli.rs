@@ -9,6 +9,8 @@ mod harness;
 mod procs;
 #[path = "cli/trust.rs"]
 mod trust;
+#[path = "cli/waiting.rs"]
+mod waiting;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

@@ -19,8 +19,8 @@ use crate::options::{
 };
 use crate::stream::{Callback, Streams};
 use crate::types::{
-    JobInfo, KillReport, KillResult, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult,
-    count, dimension, fitted, millis, whole,
+    JobInfo, KillReport, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult, count,
+    dimension, fitted, millis, whole,
 };
 
 /// Lines `tail` returns when not told.
@@ -42,13 +42,19 @@ const DEFAULT_TAIL: usize = 50;
 /// so its history outlives the manager: a later manager on the same directory lists the jobs
 /// of earlier runs (`thisServer: false`; one whose manager died while it ran reads `killed`,
 /// reason `server stopped`) and reads their output, until `removeJob` or the retention limits
-/// remove them. (The MCP server persists by default; the binding only when asked.)
+/// remove them. (The MCP server persists by default; the binding only when asked.) A persisting
+/// manager also serves the attach socket (Unix) while it is open: a person can type into one
+/// of its jobs from a terminal with `ptyjobs attach <id> --state-dir <dir>`, as with the MCP
+/// server's jobs.
 #[napi]
 pub struct JobManager {
     jobs: engine::JobManager,
     runtime: Handle,
     streams: Arc<Streams>,
     closed: Arc<AtomicBool>,
+    /// The attach socket (`ptyjobs attach`), served while the manager is open, when jobs are
+    /// persisted (Unix): the one the MCP server serves, with the same protections.
+    attach: std::sync::Mutex<Option<engine::AttachServer>>,
 }
 
 fn parse_id(id: &str) -> Result<JobId> {
@@ -117,11 +123,15 @@ impl JobManager {
                     (e, _) => from_engine(e),
                 }
             })?;
+        // A person may attach to a job from a terminal (`ptyjobs attach <id>`), as to the MCP
+        // server's. Without it the jobs still run: attaching is an extra.
+        let attach = jobs.store().and_then(|_| jobs.serve_attach().ok());
         Ok(Self {
             jobs,
             runtime,
             streams: Arc::default(),
             closed: Arc::default(),
+            attach: std::sync::Mutex::new(attach),
         })
     }
 
@@ -444,25 +454,25 @@ impl JobManager {
     /// Ends a job: `signal` (default SIGTERM) to its whole process group and session, SIGKILL
     /// after `graceMs`, and resolves once no process of the job remains.
     ///
-    /// Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
-    /// with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
-    /// (a running job of another live process sharing the state directory). Processes that
-    /// outlive SIGKILL (normally none) are named by `killReport`, which does the same kill.
-    #[napi(catch_unwind, ts_return_type = "Promise<KillResult>")]
+    /// Resolves what was verified, as MCP's `kill_job` answers: `{ outcome, survivors }`, where
+    /// `outcome` is `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`, and
+    /// `survivors` the pids of the job's processes still alive after SIGKILL and a 5 s check
+    /// (normally empty). Rejects with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad
+    /// grace) or `NOT_OWNER` (a running job of another live process sharing the state
+    /// directory).
+    #[napi(catch_unwind, ts_return_type = "Promise<KillReport>")]
     pub fn kill<'env>(
         &self,
         env: &'env Env,
         job_id: String,
         options: Option<KillOptions>,
-    ) -> napi::Result<PromiseRaw<'env, KillResult>> {
-        self.end(env, &job_id, options, |report| report.outcome.into())
+    ) -> napi::Result<PromiseRaw<'env, KillReport>> {
+        self.end(env, &job_id, options)
     }
 
-    /// Ends a job exactly as `kill` does, and resolves what was verified: `{ status,
-    /// survivors }`, where `status` is `kill`'s answer and `survivors` the pids of the job's
-    /// processes still alive after SIGKILL and a 5 s check (normally empty).
+    /// The same as `kill`, kept for programs written when `kill` resolved the outcome alone.
     ///
-    /// Rejects as `kill` does.
+    /// @deprecated `kill` resolves this report now.
     #[napi(catch_unwind, ts_return_type = "Promise<KillReport>")]
     pub fn kill_report<'env>(
         &self,
@@ -470,7 +480,7 @@ impl JobManager {
         job_id: String,
         options: Option<KillOptions>,
     ) -> napi::Result<PromiseRaw<'env, KillReport>> {
-        self.end(env, &job_id, options, KillReport::from)
+        self.end(env, &job_id, options)
     }
 
     /// Forgets a finished job: it leaves `list()`, its id answers `JOB_NOT_FOUND` from then
@@ -597,6 +607,13 @@ impl JobManager {
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         self.closed.store(true, Ordering::SeqCst);
+        // No one attaches to a closed manager's jobs: the socket goes first.
+        drop(
+            self.attach
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
         let jobs = self.jobs.clone();
         let streams = self.streams.clone();
         env.spawn_future(async move {
@@ -609,14 +626,13 @@ impl JobManager {
 }
 
 impl JobManager {
-    /// The kill behind `kill` and `killReport`; `answer` shapes the engine's report.
-    fn end<'env, T: napi::bindgen_prelude::ToNapiValue + Send + 'static>(
+    /// The kill behind `kill` and `killReport`.
+    fn end<'env>(
         &self,
         env: &'env Env,
         job_id: &str,
         options: Option<KillOptions>,
-        answer: fn(engine::KillReport) -> T,
-    ) -> napi::Result<PromiseRaw<'env, T>> {
+    ) -> napi::Result<PromiseRaw<'env, KillReport>> {
         let o = options.unwrap_or_default();
         let parsed = (|| -> Result<(JobId, Signal, Option<std::time::Duration>)> {
             let id = parse_id(job_id)?;
@@ -635,7 +651,7 @@ impl JobManager {
         env.spawn_future_with_callback(
             async move { Ok(jobs.kill(id, signal, grace).await) },
             move |env, res| match res {
-                Ok(report) => Ok(answer(report)),
+                Ok(report) => Ok(KillReport::from(report)),
                 Err(e) => Err(into_napi(env, from_engine(e))),
             },
         )

@@ -522,7 +522,7 @@ impl Store {
         }
         let target = Target::recorded(id, r.process.pid, r.process.start_ticks);
         let ended = kill::end(
-            &[target],
+            std::slice::from_ref(&target),
             Signal::TERM.number(),
             grace.min(kill::MAX_KILL_GRACE),
         )
@@ -535,6 +535,11 @@ impl Store {
             }
         }
         if !ended.signalled {
+            // Gone, or not provable here? The answer says which.
+            let procs = crate::procs::since(std::time::Instant::now());
+            if let Some(reason) = kill::why_unproven(&target, &procs, kill::Proofs::HOST) {
+                return Err(Error::Unproven { id, reason });
+            }
             return Err(Error::NotRunning {
                 id,
                 status: r.status,

@@ -108,6 +108,13 @@ pub(crate) fn json_safe(json: &str) -> String {
     out
 }
 
+/// A wait for input for people: `waiting for input: "Name? "`, with `(echo off)` when what is
+/// typed is not shown (a password).
+pub(crate) fn waiting(wait: &ptyjobs_engine::InputWait) -> String {
+    let echo = if wait.echo { "" } else { " (echo off)" };
+    format!("waiting for input{echo}: \"{}\"", one_line(&wait.prompt))
+}
+
 /// The columns `s` takes on a terminal: two for a wide (CJK, most emoji) character, none for a
 /// combining one (Unicode's East Asian Width, as terminals draw it).
 pub(crate) fn width(s: &str) -> usize {

@@ -44,11 +44,16 @@ pub(crate) fn run(store: &Store, status: Option<&str>, json: bool) -> CmdResult 
     Ok(())
 }
 
+/// What the STATUS cell of a running job that waits for input says.
+const WAITING: &str = "waiting for input";
+
 /// One table row, as plain text (colour is added when printing).
 struct Row {
     id: String,
     name: String,
     status: JobStatus,
+    /// The running job waits for input: the STATUS cell says [`WAITING`] instead of `running`.
+    waiting: bool,
     exit: String,
     started: String,
     duration: String,
@@ -67,10 +72,21 @@ impl Row {
             id: info.id.to_string().chars().take(8).collect(),
             name: truncate(&one_line(info.name.as_deref().unwrap_or("-")), NAME_MAX),
             status: info.status,
+            waiting: info.input.is_some(),
             exit,
             started: local_time(info.started),
             duration: duration(info.duration_ms),
             command: one_line(&info.command),
+        }
+    }
+}
+
+impl Row {
+    fn status(&self) -> &str {
+        if self.waiting {
+            WAITING
+        } else {
+            self.status.as_str()
         }
     }
 }
@@ -91,7 +107,7 @@ fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
     let widths = [
         8,
         column(HEADERS[1], |r| &r.name),
-        column(HEADERS[2], |r| r.status.as_str()),
+        column(HEADERS[2], Row::status),
         column(HEADERS[3], |r| &r.exit),
         column(HEADERS[4], |r| &r.started),
         column(HEADERS[5], |r| &r.duration),
@@ -109,9 +125,13 @@ fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
     header.push_str(HEADERS[6]);
     out.line(&header)?;
     for r in &rows {
-        let status = pad(r.status.as_str(), widths[2]);
+        let status = pad(r.status(), widths[2]);
         let status = if colour {
-            let style = style(r.status);
+            let style = if r.waiting {
+                anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Magenta.into()))
+            } else {
+                style(r.status)
+            };
             format!("{style}{status}{style:#}")
         } else {
             status
