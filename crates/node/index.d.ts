@@ -101,6 +101,42 @@ export declare class JobManager {
    */
   search(jobId: string, pattern: string, options?: SearchOptions | undefined | null): SearchResult
   /**
+   * `status()` off the JS thread: a job of the state directory is read from disk on a
+   * worker thread, and the promise resolves with its info.
+   *
+   * Rejects as `status()` throws.
+   */
+  statusAsync(jobId: string): Promise<JobInfo>
+  /** `list()` off the JS thread (the state directory's records are read on a worker thread). */
+  listAsync(): Promise<JobInfo[]>
+  /**
+   * `output()` off the JS thread: a read of the job's transcript on disk (a job of an
+   * earlier run, or lines memory no longer holds) runs on a worker thread.
+   *
+   * Rejects as `output()` throws.
+   */
+  outputAsync(jobId: string, options?: OutputOptions | undefined | null): Promise<Output>
+  /**
+   * `tail()` off the JS thread (see `outputAsync`).
+   *
+   * Rejects as `tail()` throws.
+   */
+  tailAsync(jobId: string, lines?: number | undefined | null, options?: TailOptions | undefined | null): Promise<Output>
+  /**
+   * `screen()` off the JS thread (a job of an earlier run has its last screen read from
+   * disk).
+   *
+   * Rejects as `screen()` throws.
+   */
+  screenAsync(jobId: string): Promise<ScreenSnapshot>
+  /**
+   * `search()` off the JS thread: a search over a large transcript on disk takes its time
+   * on a worker thread.
+   *
+   * Rejects as `search()` throws.
+   */
+  searchAsync(jobId: string, pattern: string, options?: SearchOptions | undefined | null): Promise<SearchResult>
+  /**
    * Writes `data` to the job's terminal as typed (no newline is added: end a line with a
    * carriage return or a line feed to press Enter). Returns the number of bytes the terminal
    * accepted, which is less than the data only when the terminal's input buffer is full.

@@ -88,10 +88,12 @@ impl Streams {
         id: JobId,
         cb: Callback<String>,
     ) {
+        // Made before the listeners' locks are taken: for a stored job it reads the disk.
+        let follow = jobs.follow(id, None).ok();
         self.add(jobs, rt, id, |l| {
             l.data.push(DataListener {
                 callback: cb,
-                follow: jobs.follow(id, None).ok(),
+                follow,
             })
         });
     }
