@@ -9,7 +9,7 @@
 // library for it in the target dir, never shipped.
 //
 // Without the mingw toolchain or the Rust target this says why and exits 0: the Windows test
-// (tests/windows.test.mjs) then fails or skips with its own reason.
+// (tests/platforms/windows.test.mjs) then fails or skips with its own reason.
 import { spawnSync } from 'node:child_process'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'

@@ -1,5 +1,5 @@
 // How this machine builds for another OS: the environment cargo needs per Rust target.
-// Shared by scripts/build-packages.mjs and the tests that cross-build (tests/platforms.test.mjs).
+// Shared by scripts/build-packages.mjs and the tests that cross-build (tests/platforms/cross.test.mjs).
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync, copyFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -78,7 +78,7 @@ test('wait with a port resolves port_open once a server listens', async (t) => {
   const r = await m.wait(jobId, { port, timeoutMs: 20_000 })
   assert.equal(r.reason, 'port_open', `tail: ${r.tail.output}`)
   assert.equal(r.info.status, 'running')
-  assert.equal(await m.kill(jobId), 'killed')
+  assert.equal((await m.kill(jobId)).outcome, 'killed')
 })
 
 test('wait times out, and a timeout beyond maxWaitMs is capped', async (t) => {
@@ -98,7 +98,7 @@ test('wait times out, and a timeout beyond maxWaitMs is capped', async (t) => {
   assert.equal(plain.status, 'running')
   assert.equal(plain.jobId, jobId)
   assert.equal(plain.info, undefined)
-  assert.equal(await m.kill(jobId), 'killed')
+  assert.equal((await m.kill(jobId)).outcome, 'killed')
 })
 
 test('screen of a program drawing on the alternate screen with cursor addressing', async (t) => {

@@ -129,7 +129,7 @@ test('after close(), a new manager on the stateDir lists the jobs (thisServer: f
   assert.equal(exited.reason, 'exited')
   assert.equal(exited.info.status, 'completed')
   // jobs of an earlier manager have ended: a kill has nothing to do
-  assert.equal(await b.kill(run.jobId), 'already_terminated')
+  assert.equal((await b.kill(run.jobId)).outcome, 'already_terminated')
   // a new job of b is b's, listed before the older ones
   const mine = b.execute('echo mine')
   assert.equal(mine.thisServer, true)
@@ -220,7 +220,7 @@ test('a process holding a manager is SIGKILLed: its running job reads killed (se
     assert.equal(n.tail(id, 1).output, seen[key].tail, key)
     assert.equal(m.output(id).output, seen[key].output, key)
   }
-  assert.equal(await n.kill(ids.run), 'already_terminated')
+  assert.equal((await n.kill(ids.run)).outcome, 'already_terminated')
 
   // The owner is gone: any manager may forget its jobs now.
   n.removeJob(ids.ok)
@@ -249,7 +249,7 @@ test('removeJob: coded errors; without a stateDir it forgets the job from memory
   assert.equal(m.removeJob(done.jobId), undefined)
   await assertCode(() => m.status(done.jobId), 'JOB_NOT_FOUND')
   assert.deepEqual(m.list().map((j) => j.jobId), [run.jobId])
-  assert.equal(await m.kill(run.jobId), 'killed')
+  assert.equal((await m.kill(run.jobId)).outcome, 'killed')
   m.removeJob(run.jobId)
   assert.deepEqual(m.list(), [])
   await m.close()

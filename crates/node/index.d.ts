@@ -26,7 +26,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * so its history outlives the manager: a later manager on the same directory lists the jobs
  * of earlier runs (`thisServer: false`; one whose manager died while it ran reads `killed`,
  * reason `server stopped`) and reads their output, until `removeJob` or the retention limits
- * remove them. (The MCP server persists by default; the binding only when asked.)
+ * remove them. (The MCP server persists by default; the binding only when asked.) A persisting
+ * manager also serves the attach socket (Unix) while it is open: a person can type into one
+ * of its jobs from a terminal with `ptyjobs attach <id> --state-dir <dir>`, as with the MCP
+ * server's jobs.
  */
 export declare class JobManager {
   /**
@@ -98,6 +101,42 @@ export declare class JobManager {
    */
   search(jobId: string, pattern: string, options?: SearchOptions | undefined | null): SearchResult
   /**
+   * `status()` off the JS thread: a job of the state directory is read from disk on a
+   * worker thread, and the promise resolves with its info.
+   *
+   * Rejects as `status()` throws.
+   */
+  statusAsync(jobId: string): Promise<JobInfo>
+  /** `list()` off the JS thread (the state directory's records are read on a worker thread). */
+  listAsync(): Promise<JobInfo[]>
+  /**
+   * `output()` off the JS thread: a read of the job's transcript on disk (a job of an
+   * earlier run, or lines memory no longer holds) runs on a worker thread.
+   *
+   * Rejects as `output()` throws.
+   */
+  outputAsync(jobId: string, options?: OutputOptions | undefined | null): Promise<Output>
+  /**
+   * `tail()` off the JS thread (see `outputAsync`).
+   *
+   * Rejects as `tail()` throws.
+   */
+  tailAsync(jobId: string, lines?: number | undefined | null, options?: TailOptions | undefined | null): Promise<Output>
+  /**
+   * `screen()` off the JS thread (a job of an earlier run has its last screen read from
+   * disk).
+   *
+   * Rejects as `screen()` throws.
+   */
+  screenAsync(jobId: string): Promise<ScreenSnapshot>
+  /**
+   * `search()` off the JS thread: a search over a large transcript on disk takes its time
+   * on a worker thread.
+   *
+   * Rejects as `search()` throws.
+   */
+  searchAsync(jobId: string, pattern: string, options?: SearchOptions | undefined | null): Promise<SearchResult>
+  /**
    * Writes `data` to the job's terminal as typed (no newline is added: end a line with a
    * carriage return or a line feed to press Enter). Returns the number of bytes the terminal
    * accepted, which is less than the data only when the terminal's input buffer is full.
@@ -128,18 +167,18 @@ export declare class JobManager {
    * Ends a job: `signal` (default SIGTERM) to its whole process group and session, SIGKILL
    * after `graceMs`, and resolves once no process of the job remains.
    *
-   * Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
-   * with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
-   * (a running job of another live process sharing the state directory). Processes that
-   * outlive SIGKILL (normally none) are named by `killReport`, which does the same kill.
+   * Resolves what was verified, as MCP's `kill_job` answers: `{ outcome, survivors }`, where
+   * `outcome` is `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`, and
+   * `survivors` the pids of the job's processes still alive after SIGKILL and a 5 s check
+   * (normally empty). Rejects with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad
+   * grace) or `NOT_OWNER` (a running job of another live process sharing the state
+   * directory).
    */
-  kill(jobId: string, options?: KillOptions | undefined | null): Promise<KillResult>
+  kill(jobId: string, options?: KillOptions | undefined | null): Promise<KillReport>
   /**
-   * Ends a job exactly as `kill` does, and resolves what was verified: `{ status,
-   * survivors }`, where `status` is `kill`'s answer and `survivors` the pids of the job's
-   * processes still alive after SIGKILL and a 5 s check (normally empty).
+   * The same as `kill`, kept for programs written when `kill` resolved the outcome alone.
    *
-   * Rejects as `kill` does.
+   * @deprecated `kill` resolves this report now.
    */
   killReport(jobId: string, options?: KillOptions | undefined | null): Promise<KillReport>
   /**
@@ -295,10 +334,16 @@ export interface KillOptions {
   graceMs?: number
 }
 
-/** What `killReport` verified: how the kill ended, and the job's processes that outlived it. */
+/**
+ * What a kill verified (`kill` resolves it), as MCP's `kill_job` answers: how the kill ended,
+ * and the job's processes that outlived it.
+ */
 export interface KillReport {
-  /** `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`. */
-  status: KillResult
+  /**
+   * `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`: what `kill`
+   * resolved before it resolved a report.
+   */
+  outcome: KillResult
   /**
    * Pids of the job's processes still alive after SIGKILL and a 5 s check (normally
    * empty): named, never hidden.

@@ -55,12 +55,19 @@ async function main (): Promise<void> {
   const earlier: JobInfo[] = kept.list().filter((j) => !j.thisServer)
   const forgotten: void = kept.removeJob(earlier[0]?.jobId ?? id)
   console.log(mine, forgotten)
+  // async reads: off the JS thread (a stored job's transcript is read from disk)
+  const stored: Output = await kept.outputAsync(id, { offset: 0, limit: 100, maxBytes: 4096 })
+  const storedTail: Output = await kept.tailAsync(id, 20, { maxBytes: 2048 })
+  const storedScreen: ScreenSnapshot = await kept.screenAsync(id)
+  const storedHits: SearchResult = await kept.searchAsync(id, 'error', { context: 1 })
+  const storedInfo: JobInfo = await kept.statusAsync(id)
+  const storedAll: JobInfo[] = await kept.listAsync()
+  console.log(stored, storedTail, storedScreen, storedHits, storedInfo, storedAll)
 
-  const killed: KillResult = await jobs.kill(id, { signal: 'INT', graceMs: 1_000 })
-  const literal: 'killed' | 'already_terminated' | 'not_found' = killed
-  const report: KillReport = await jobs.killReport(id, { graceMs: 1_000 })
+  const report: KillReport = await jobs.kill(id, { signal: 'INT', graceMs: 1_000 })
+  const literal: 'killed' | 'already_terminated' | 'not_found' = report.outcome
   const survivors: number[] = report.survivors
-  const outcome: KillResult = report.status
+  const outcome: KillResult = (await jobs.killReport(id, { graceMs: 1_000 })).outcome
   console.log(survivors, outcome)
   if (waited.status === 'running' || status === 'completed') console.log(literal)
   await jobs.close()
@@ -71,10 +78,10 @@ async function main (): Promise<void> {
   jobs.execute('true', { colums: 80 })
   // @ts-expect-error write takes a string or a Buffer
   jobs.write(id, 42)
-  // @ts-expect-error kill resolves with a KillResult, not a boolean
+  // @ts-expect-error kill resolves with a report, not a boolean
   const wrong: boolean = await jobs.kill(id)
-  // @ts-expect-error killReport resolves with an object, not a KillResult
-  const flat: KillResult = await jobs.killReport(id)
+  // @ts-expect-error kill resolves with an object, not a KillResult
+  const flat: KillResult = await jobs.kill(id)
   // @ts-expect-error 'finished' is not a status
   const badStatus: JobStatus = 'finished'
   // @ts-expect-error a wait with a condition resolves with a WaitResult, not a JobInfo

@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The default cap of every kill's grace period ([`EngineConfig::max_kill_grace`]): 60 s.
-pub const MAX_KILL_GRACE: Duration = Duration::from_secs(60);
+use crate::kill::MAX_KILL_GRACE;
 
 /// Limits and defaults of a [`crate::JobManager`]. `Default` gives the documented values.
 #[derive(Debug, Clone)]

@@ -1,17 +1,23 @@
 //! The engine's one error type.
 
-use crate::job::JobId;
+use std::str::FromStr;
+
+use crate::job::{JobId, JobStatus};
 
 /// Everything that can go wrong in the engine. Callers branch on the variant:
 /// the MCP face maps each to a protocol answer, the Node face to a stable `code`.
+///
+/// Messages say what went wrong in the engine's own words and name no tool, method or
+/// command of a face: each face adds its own hint (the MCP server "call list_jobs", the
+/// Node binding "call list()").
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No job with this id exists (or it was evicted from the finished-job list).
-    #[error("no job with id {0}: call list_jobs to see the known jobs")]
+    #[error("no job with id {0}")]
     JobNotFound(JobId),
     /// The text given as a job id is not a UUID.
-    #[error("invalid job id {0:?}: a job id is the UUID that execute_command returned")]
+    #[error("invalid job id {0:?}: a job id is the UUID its job was started with")]
     InvalidJobId(String),
     /// The job has already finished, so it cannot take input, be resized, etc.
     #[error("job {id} is not running (status: {status}); start a new job instead")]
@@ -19,7 +25,7 @@ pub enum Error {
         /// The job.
         id: JobId,
         /// Its final status.
-        status: crate::JobStatus,
+        status: JobStatus,
     },
     /// The job belongs to another live ptyjobs server sharing the state directory: only that
     /// server controls it.
@@ -32,6 +38,16 @@ pub enum Error {
         id: JobId,
         /// The pid of the server that owns it.
         server_pid: u32,
+    },
+    /// A kill of a job known from its record signalled nothing because no process could be
+    /// proven to be the job's on this platform (as opposed to [`Error::NotRunning`]: its
+    /// processes are gone). `reason` says what was missing.
+    #[error("nothing was signalled for job {id}: {reason}")]
+    Unproven {
+        /// The job.
+        id: JobId,
+        /// Why nothing could be proven.
+        reason: String,
     },
     /// The job could not be started (PTY allocation, fork/exec, ...).
     #[error("could not start the job: {0}")]
@@ -49,3 +65,38 @@ pub enum Error {
 
 /// The engine's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// Parsing the job's public types fails with an engine error: the impls live here, beside
+// `Error`, so that `job` (which `Error` names) needs nothing from this module.
+
+impl FromStr for JobId {
+    type Err = Error;
+
+    /// Parses strictly: only the hyphenated 36-character form (any case) is accepted, so a path,
+    /// an empty string or a truncated id is an [`Error::InvalidJobId`], never a lookup.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let t = s.trim();
+        if t.len() != 36 {
+            return Err(Error::InvalidJobId(s.to_owned()));
+        }
+        uuid::Uuid::try_parse(t)
+            .map(Self)
+            .map_err(|_| Error::InvalidJobId(s.to_owned()))
+    }
+}
+
+impl FromStr for JobStatus {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "running" => Ok(Self::Running),
+            "completed" => Ok(Self::Completed),
+            "failed" => Ok(Self::Failed),
+            "killed" => Ok(Self::Killed),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown status {s:?}: expected running, completed, failed or killed"
+            ))),
+        }
+    }
+}

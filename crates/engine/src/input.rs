@@ -25,13 +25,14 @@
 
 use crate::sys::input_probe;
 use crate::sys::pty::Master;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::manager::{Job, lock};
+use crate::job::InputWait;
+use crate::sync::lock;
+use crate::terminal::ScreenSnapshot;
 
 /// How long output must be quiet before a job can count as waiting for input.
 pub(crate) const QUIET: Duration = Duration::from_millis(150);
@@ -46,43 +47,6 @@ const SCHEDULE: [(Duration, Duration); 3] = [
 /// How often a wait for input probes the job itself.
 pub(crate) const WAIT_PROBE: Duration = Duration::from_millis(250);
 
-/// A job waiting for input: what the person at its terminal would see.
-///
-/// A running job waits for input when its output has been quiet for 150 ms and a process of
-/// its terminal's foreground process group is asleep waiting for the terminal: in a `read` of
-/// it, or in a `poll`/`select`/`epoll_wait` whose set holds it. Looked at on the job's reader
-/// thread while output is quiet (at 150 ms, every 250 ms, every second after 3 s, every 5 s
-/// after 10 s) and every 250 ms by a wait for input in progress; new output or input written to
-/// the job clears it until the next look.
-///
-/// When it can be wrong:
-/// - **Late**: a job that starts reading without printing anything first is seen at the next
-///   look: up to 5 s later for a job that has long been quiet, 250 ms for a wait for input.
-/// - **Polling programs**: a program that waits on the terminal *and* other descriptors with
-///   `poll`/`select`/`epoll` (a full-screen program such as `top` between redraws, a REPL with
-///   timers) counts as waiting whenever it is quiet, because it does accept keys then. A
-///   program that polls the terminal with a zero timeout in a busy loop is not seen. A descriptor set that cannot be read
-///   (`/proc/<pid>/mem` refused, e.g. a setuid program) counts as not waiting.
-/// - **Quiet readers of other things**: a process blocked reading a pipe or a socket is never
-///   waiting for input, even if a person would call it so (`cat | sort` waits on `cat`, which
-///   does read the terminal, and is reported).
-/// - **Background groups**: only the foreground process group counts. A process of a
-///   background group that reads the terminal is stopped by `SIGTTIN` and is not reported; a
-///   job that made itself a new session (`setsid`) has left the terminal and is not seen.
-/// - **Not Linux**: there is no `/proc`; `waiting_for_input` is always false.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct InputWait {
-    /// Whether the terminal echoes what is typed; false for passwords (the input never
-    /// appears in the output then).
-    pub echo: bool,
-    /// The text of the line the cursor is on (trailing blanks trimmed): the prompt, such as
-    /// `Password:` or `Continue? [y/N]`. When that line is blank (a question printed with a
-    /// newline after it), the last non-blank line above it; empty on a blank screen.
-    pub prompt: String,
-    /// The process that waits (a member of the terminal's foreground process group).
-    pub pid: u32,
-}
-
 /// A job's input state, written by its reader thread (and by waits for input) and read by
 /// everyone else.
 #[derive(Debug)]
@@ -90,6 +54,8 @@ pub(crate) struct InputWatch {
     state: Mutex<Watched>,
     /// Bumped whenever the state changes, for waits.
     changed: watch::Sender<u64>,
+    /// What the job's record on disk says about input (see [`Pace`]).
+    pub(crate) pace: Mutex<Pace>,
 }
 
 impl Default for InputWatch {
@@ -101,6 +67,7 @@ impl Default for InputWatch {
                 last_output: Instant::now(),
             }),
             changed: watch::Sender::default(),
+            pace: Mutex::default(),
         }
     }
 }
@@ -174,6 +141,17 @@ impl InputWatch {
     }
 }
 
+/// A job as the probe sees it (the manager's job is one): its input watch, its terminal while it
+/// runs, and its screen.
+pub(crate) trait Probed {
+    /// The job's input state.
+    fn watch(&self) -> &InputWatch;
+    /// The job's terminal; `None` once the job is final.
+    fn terminal(&self) -> Option<Arc<Master>>;
+    /// The job's screen now.
+    fn screen(&self) -> ScreenSnapshot;
+}
+
 /// How long after output stops the first [`on_quiet`] call is due (`None`: never, where
 /// nothing can be looked at).
 #[cfg_attr(windows, allow(dead_code))] // the Windows reader asks for no quiet probes
@@ -183,7 +161,7 @@ pub(crate) fn quiet_delay() -> Option<Duration> {
 
 /// Called on a parse worker while output has been quiet for `quiet`: probes when it
 /// is time and returns how long until the next call (`None`: not before new output).
-pub(crate) fn on_quiet(job: &Job, quiet: Duration) -> Option<Duration> {
+pub(crate) fn on_quiet(job: &impl Probed, quiet: Duration) -> Option<Duration> {
     if !input_probe::AVAILABLE {
         return None; // nothing to look at: no wake-ups for it either
     }
@@ -200,29 +178,29 @@ pub(crate) fn on_quiet(job: &Job, quiet: Duration) -> Option<Duration> {
 /// Probes `job` now if it has been quiet long enough (blocking: `/proc` reads; run it on a
 /// blocking thread). Used by waits for input, which want a fresher answer than the reader
 /// thread's schedule gives a long-quiet job.
-pub(crate) fn probe_if_quiet(job: &Job) {
-    if job.waiting.quiet_for() >= QUIET {
+pub(crate) fn probe_if_quiet(job: &impl Probed) {
+    if job.watch().quiet_for() >= QUIET {
         probe_job(job);
     }
 }
 
 /// Probes and publishes; `None` when the job has no terminal any more.
-fn probe_job(job: &Job) -> Option<()> {
-    let generation = job.waiting.generation();
-    let master = job.master().ok()?;
+fn probe_job(job: &impl Probed) -> Option<()> {
+    let generation = job.watch().generation();
+    let master = job.terminal()?;
     let wait = probe(&master).map(|(pid, echo)| InputWait {
         echo,
         prompt: prompt_of(job),
         pid,
     });
-    job.waiting.publish(generation, wait);
+    job.watch().publish(generation, wait);
     Some(())
 }
 
 /// The text of the cursor's row on the job's screen; when that row is blank (a question
 /// printed with a newline after it), the last non-blank row above it.
-fn prompt_of(job: &Job) -> String {
-    let screen = lock(&job.state).term.screen();
+fn prompt_of(job: &impl Probed) -> String {
+    let screen = job.screen();
     screen
         .rows
         .iter()
@@ -240,3 +218,6 @@ fn probe(master: &Master) -> Option<(u32, bool)> {
     let (pgrp, echo) = crate::sys::pty::foreground(master)?;
     input_probe::reader_in_group(pgrp).map(|pid| (pid, echo))
 }
+
+mod pace;
+pub(crate) use pace::Pace;

@@ -1,16 +1,15 @@
-//! Talking to a running job: writes, interactions, keys, resizes; and the order of everything
-//! written to a job's input (a caller's writes and the terminal's replies to queries).
+//! Talking to a running job: writes, interactions, keys, resizes. Everything written goes
+//! through the job's input queue ([`crate::input_queue`]), in order with the terminal's replies.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::error::Result;
 use crate::job::{JobId, JobStatus};
 use crate::keys::encode_keys;
-use crate::manager::{JobManager, check_size, lock};
+use crate::manager::{JobManager, check_size};
+use crate::sync::lock;
 use crate::sys::pty;
 
 /// How long after the last output an interaction counts as answered.
@@ -24,123 +23,6 @@ const PASTE_MIN: usize = 256;
 fn is_paste(input: &[u8]) -> bool {
     let body = input.strip_suffix(b"\n").unwrap_or(input);
     body.len() >= PASTE_MIN || body.contains(&b'\n')
-}
-
-/// Reply bytes kept while they cannot be written; beyond this, replies are dropped (a program
-/// flooding queries without reading its input, as a real terminal's input queue would).
-const MAX_PENDING_REPLIES: usize = 64 * 1024;
-
-/// A job's input: one writer at a time, and the terminal's replies to queries queued behind a
-/// caller's write in progress, so a reply never lands inside a caller's input (and never
-/// before input written earlier).
-#[derive(Debug)]
-pub(crate) struct InputQueue {
-    state: Mutex<QueueState>,
-    /// The writer's turn: one permit. Callers that wait for it queue in order and are woken
-    /// when it is given back, instead of polling.
-    writer: Semaphore,
-}
-
-impl Default for InputQueue {
-    fn default() -> Self {
-        Self {
-            state: Mutex::default(),
-            writer: Semaphore::new(1),
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct QueueState {
-    /// A caller's write is under way; replies wait for its end.
-    busy: bool,
-    /// Replies not yet written.
-    pending: Vec<u8>,
-}
-
-impl QueueState {
-    /// Writes what the terminal takes now of the pending replies.
-    fn flush(&mut self, master: &pty::Master) {
-        while !self.pending.is_empty() {
-            match pty::write_some(master, &self.pending) {
-                Ok(n) if n > 0 => {
-                    self.pending.drain(..n);
-                }
-                Ok(_) => return, // the input queue is full: retried on the next output or write
-                Err(_) => {
-                    self.pending.clear(); // the terminal is gone
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// A caller's turn to write; the replies queued meanwhile follow when it ends.
-pub(crate) struct Turn<'a> {
-    queue: &'a InputQueue,
-    master: &'a pty::Master,
-    /// Given back after `drop` has flushed the replies (fields drop after `Drop::drop`), so the
-    /// next writer's input follows them.
-    _permit: SemaphorePermit<'a>,
-}
-
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        let mut q = lock(&self.queue.state);
-        q.busy = false;
-        q.flush(self.master);
-    }
-}
-
-impl InputQueue {
-    /// Queues the terminal's replies and writes them unless a caller's write is under way.
-    /// Called by the job's reader after each batch of output (also with no replies, to retry
-    /// what the terminal did not take before).
-    pub(crate) fn reply(&self, master: &pty::Master, replies: &[u8]) {
-        let mut q = lock(&self.state);
-        if q.pending.len() + replies.len() <= MAX_PENDING_REPLIES {
-            q.pending.extend_from_slice(replies);
-        }
-        if !q.busy {
-            q.flush(master);
-        }
-    }
-
-    /// Writes what the terminal takes now of the pending replies; true when none is left.
-    fn flush(&self, master: &pty::Master) -> bool {
-        let mut q = lock(&self.state);
-        q.flush(master);
-        q.pending.is_empty()
-    }
-
-    /// Takes the writer's turn if it is free (replies already queued are written first).
-    fn try_turn<'a>(&'a self, master: &'a pty::Master) -> Option<Turn<'a>> {
-        let permit = self.writer.try_acquire().ok()?;
-        Some(self.start_turn(master, permit))
-    }
-
-    /// Waits (until `until`) for the writer's turn.
-    async fn turn<'a>(&'a self, master: &'a pty::Master, until: Instant) -> Option<Turn<'a>> {
-        let permit = tokio::time::timeout_at(until.into(), self.writer.acquire())
-            .await
-            .ok()?
-            .ok()?; // never closed
-        Some(self.start_turn(master, permit))
-    }
-
-    /// The turn `permit` grants: replies are held from now on, those already queued written
-    /// first.
-    fn start_turn<'a>(&'a self, master: &'a pty::Master, permit: SemaphorePermit<'a>) -> Turn<'a> {
-        let mut q = lock(&self.state);
-        q.busy = true;
-        q.flush(master);
-        Turn {
-            queue: self,
-            master,
-            _permit: permit,
-        }
-    }
 }
 
 /// What an interaction with a job produced.
@@ -157,6 +39,9 @@ pub struct Interaction {
     pub first_line: u64,
     /// Absolute line number after the end of `output`.
     pub next_offset: u64,
+    /// The same lines as an output slice read at the same moment (counts, `final_lines`,
+    /// status), for a face to fit into its budget without reading the transcript again.
+    pub slice: crate::output::OutputSlice,
 }
 
 impl JobManager {
@@ -298,11 +183,12 @@ impl JobManager {
         let s = lock(&job.state);
         let slice = s.term.slice(Some(mark), None, s.status);
         Ok(Interaction {
-            output: slice.output,
+            output: slice.output.clone(),
             bytes_written,
             status: s.status,
             first_line: slice.first_line,
             next_offset: slice.next_offset,
+            slice,
         })
     }
 

@@ -3,18 +3,15 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
-
 /// A job's id: a UUID v4, printed in its hyphenated lowercase form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct JobId(uuid::Uuid);
+pub struct JobId(pub(crate) uuid::Uuid);
 
 impl JobId {
     /// A fresh random id.
@@ -32,22 +29,6 @@ impl Default for JobId {
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.hyphenated().fmt(f)
-    }
-}
-
-impl FromStr for JobId {
-    type Err = Error;
-
-    /// Parses strictly: only the hyphenated 36-character form (any case) is accepted, so a path,
-    /// an empty string or a truncated id is an [`Error::InvalidJobId`], never a lookup.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let t = s.trim();
-        if t.len() != 36 {
-            return Err(Error::InvalidJobId(s.to_owned()));
-        }
-        uuid::Uuid::try_parse(t)
-            .map(Self)
-            .map_err(|_| Error::InvalidJobId(s.to_owned()))
     }
 }
 
@@ -117,22 +98,6 @@ impl fmt::Display for JobStatus {
     }
 }
 
-impl FromStr for JobStatus {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "running" => Ok(Self::Running),
-            "completed" => Ok(Self::Completed),
-            "failed" => Ok(Self::Failed),
-            "killed" => Ok(Self::Killed),
-            _ => Err(Error::InvalidArgument(format!(
-                "unknown status {s:?}: expected running, completed, failed or killed"
-            ))),
-        }
-    }
-}
-
 /// A plain snapshot of one job, taken under the manager's lock and handed out by value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobInfo {
@@ -166,7 +131,44 @@ pub struct JobInfo {
     /// state directory: earlier runs', and those another live server owns.
     pub this_server: bool,
     /// Set while the job waits for input: its foreground process is blocked reading the
-    /// terminal and its output is quiet (see [`crate::InputWait`] for how this is told and
+    /// terminal and its output is quiet (see [`InputWait`] for how this is told and
     /// when it can be wrong). Always `None` for a job that is not running.
-    pub input: Option<crate::InputWait>,
+    pub input: Option<InputWait>,
+}
+
+/// A job waiting for input: what the person at its terminal would see.
+///
+/// A running job waits for input when its output has been quiet for 150 ms and a process of
+/// its terminal's foreground process group is asleep waiting for the terminal: in a `read` of
+/// it, or in a `poll`/`select`/`epoll_wait` whose set holds it. Looked at on the job's reader
+/// thread while output is quiet (at 150 ms, every 250 ms, every second after 3 s, every 5 s
+/// after 10 s) and every 250 ms by a wait for input in progress; new output or input written to
+/// the job clears it until the next look.
+///
+/// When it can be wrong:
+/// - **Late**: a job that starts reading without printing anything first is seen at the next
+///   look: up to 5 s later for a job that has long been quiet, 250 ms for a wait for input.
+/// - **Polling programs**: a program that waits on the terminal *and* other descriptors with
+///   `poll`/`select`/`epoll` (a full-screen program such as `top` between redraws, a REPL with
+///   timers) counts as waiting whenever it is quiet, because it does accept keys then. A
+///   program that polls the terminal with a zero timeout in a busy loop is not seen. A descriptor set that cannot be read
+///   (`/proc/<pid>/mem` refused, e.g. a setuid program) counts as not waiting.
+/// - **Quiet readers of other things**: a process blocked reading a pipe or a socket is never
+///   waiting for input, even if a person would call it so (`cat | sort` waits on `cat`, which
+///   does read the terminal, and is reported).
+/// - **Background groups**: only the foreground process group counts. A process of a
+///   background group that reads the terminal is stopped by `SIGTTIN` and is not reported; a
+///   job that made itself a new session (`setsid`) has left the terminal and is not seen.
+/// - **Not Linux**: there is no `/proc`; `waiting_for_input` is always false.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputWait {
+    /// Whether the terminal echoes what is typed; false for passwords (the input never
+    /// appears in the output then).
+    pub echo: bool,
+    /// The text of the line the cursor is on (trailing blanks trimmed): the prompt, such as
+    /// `Password:` or `Continue? [y/N]`. When that line is blank (a question printed with a
+    /// newline after it), the last non-blank line above it; empty on a blank screen.
+    pub prompt: String,
+    /// The process that waits (a member of the terminal's foreground process group).
+    pub pid: u32,
 }

@@ -16,8 +16,10 @@
 //!
 //! Never signalled: pid 0 or 1, a negative pid, this process, its own session or process group
 //! (they are not even in the process table, see [`crate::procs`]), or a bare number from a
-//! record whose process is gone. Off Linux there is no process table: only the first rule
-//! applies, and a job recorded by another server is never signalled.
+//! record whose process is gone. On macOS the process table has sessions and start times but no
+//! job markers: the first two rules apply. Elsewhere there is no process table: only the first
+//! rule applies, and a job recorded by another server is never signalled. A kill of a recorded
+//! job that could prove nothing says why ([`why_unproven`]).
 //!
 //! On Windows a job's tree is its Job Object ([`crate::sys::tree`]): any signal ends it at once
 //! (`TerminateJobObject`), there is no process table, and a recorded job is never signalled.
@@ -29,73 +31,28 @@
 //! [`batch`]); a manager's kills are driven by one thread per process ([`killer`]).
 
 mod batch;
-mod killer;
+pub(crate) mod killer;
+mod unproven;
+
+pub(crate) use unproven::{Proofs, why_unproven};
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::job::JobId;
-use crate::manager::{Inner, JobManager, lock};
 use crate::procs::{self, Proc};
-use crate::signal::{KillOutcome, KillReport, Signal};
-use crate::store::ProcessRef;
-use crate::sys::sig;
-use crate::sys::tree::{self, Tree};
+use crate::sys::Leader;
+use crate::sys::tree;
 use batch::Batch;
+
+/// The default cap of every kill's grace period ([`crate::EngineConfig::max_kill_grace`]), and
+/// the cap of a kill that has no configuration (`ptyjobs kill`): 60 s.
+pub const MAX_KILL_GRACE: Duration = Duration::from_secs(60);
 
 /// How long a kill keeps checking, after SIGKILL, until no process of the job remains; what
 /// is still there then is reported as a survivor.
-const AFTER_KILL: Duration = Duration::from_secs(5);
-
-/// A job's shell as its parent knows it: the pid, the start time read while it was surely
-/// ours, and whether it has been reaped. Reaping takes the same lock as signalling, so a signal
-/// to its process group can never reach a reused pid.
-#[derive(Debug)]
-pub(crate) struct Leader {
-    pub(crate) pid: u32,
-    /// Start time in clock ticks since boot (Linux): known from the spawn, or read right after
-    /// it.
-    pub(crate) start: Option<u64>,
-    /// The job's process tree (Unix: its process group; Windows: its Job Object).
-    pub(crate) tree: Tree,
-    reaped: Mutex<bool>,
-}
-
-impl Leader {
-    /// The leader of a child just spawned, with its start time when the spawn knew it; else
-    /// that is read now (not yet reaped: its /proc entry is surely its own).
-    pub(crate) fn new(pid: u32, tree: Tree, start: Option<u64>) -> Self {
-        Self {
-            pid,
-            start: start.or_else(|| procs::start_of(pid).map(|(start, _)| start)),
-            tree,
-            reaped: Mutex::new(false),
-        }
-    }
-
-    /// Reaps the child with `reap` (which must return `Some` once it has reaped it) while no
-    /// signal can be in flight.
-    pub(crate) fn reap<T>(&self, reap: impl FnOnce() -> Option<T>) -> Option<T> {
-        let mut reaped = lock(&self.reaped);
-        if *reaped {
-            return None;
-        }
-        let r = reap();
-        *reaped = r.is_some();
-        r
-    }
-
-    /// Runs `f` with the lock held if the child is not reaped yet; returns whether it ran.
-    fn while_unreaped(&self, f: impl FnOnce()) -> bool {
-        let reaped = lock(&self.reaped);
-        if *reaped {
-            return false;
-        }
-        f();
-        true
-    }
-}
+pub(crate) const AFTER_KILL: Duration = Duration::from_secs(5);
 
 /// One job to end, with what proves its processes' identity.
 #[derive(Debug, Clone)]
@@ -118,12 +75,13 @@ impl Target {
         }
     }
 
-    /// A job known from its record (another server's, or a dead one's).
-    pub(crate) fn recorded(id: JobId, process: ProcessRef) -> Self {
+    /// A job known from its record (another server's, or a dead one's): its shell's `pid` and
+    /// start time as recorded.
+    pub(crate) fn recorded(id: JobId, pid: u32, start: Option<u64>) -> Self {
         Self {
             id,
-            pid: process.pid,
-            start: process.start_ticks,
+            pid,
+            start,
             own: None,
         }
     }
@@ -254,162 +212,6 @@ pub(crate) fn signal_now(targets: &[Target], sig: i32) {
     }
 }
 
-impl Inner {
-    /// Ends a running job (see [`Inner::kill_many`]).
-    pub(crate) async fn kill(
-        &self,
-        id: JobId,
-        sig: Signal,
-        grace: Duration,
-        reason: &str,
-    ) -> KillReport {
-        self.kill_many(&[id], sig, grace, reason)
-            .await
-            .pop()
-            .unwrap_or_else(|| KillReport::of(KillOutcome::NotFound))
-    }
-
-    /// Ends running jobs through the [`killer`] (they join the kills in progress), then waits
-    /// (bounded) until each is final, and answers what was verified. Never holds a lock while
-    /// waiting.
-    pub(crate) async fn kill_many(
-        &self,
-        ids: &[JobId],
-        sig: Signal,
-        grace: Duration,
-        reason: &str,
-    ) -> Vec<KillReport> {
-        let grace = self.config.grace(Some(grace));
-        let mut reports: Vec<Option<KillReport>> = Vec::with_capacity(ids.len());
-        let mut jobs = Vec::new();
-        for &id in ids {
-            let job = match self.job(id) {
-                Ok(job) => job,
-                // Known from the state directory only, and ended.
-                Err(crate::Error::NotRunning { .. }) => {
-                    reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
-                    continue;
-                }
-                Err(_) => {
-                    reports.push(Some(KillReport::of(KillOutcome::NotFound)));
-                    continue;
-                }
-            };
-            {
-                let mut s = lock(&job.state);
-                if s.status.is_final() {
-                    reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
-                    continue;
-                }
-                // The job ends by our hand from here on: its status will say so.
-                s.kill_reason.get_or_insert_with(|| reason.to_owned());
-            }
-            reports.push(None);
-            jobs.push(job);
-        }
-        if jobs.is_empty() {
-            return reports.into_iter().flatten().collect();
-        }
-        let targets: Vec<Target> = jobs.iter().map(|j| Target::own(j.id, &j.leader)).collect();
-        let mut ended = Vec::with_capacity(targets.len());
-        for reply in killer::submit(targets, sig.number(), grace) {
-            // No answer only if the killer failed (a bug, logged by the panic hook).
-            ended.push(reply.await.unwrap_or_default());
-        }
-        // No process is left: the reader drains the terminal to its end and records the exit.
-        let deadline = Instant::now() + AFTER_KILL;
-        for job in &jobs {
-            if !job
-                .wait_final(deadline.saturating_duration_since(Instant::now()))
-                .await
-            {
-                tracing::warn!("job {} is not final after its kill", job.id);
-            }
-        }
-        let mut ended = ended.into_iter();
-        reports
-            .into_iter()
-            .map(|r| {
-                r.unwrap_or_else(|| KillReport {
-                    outcome: KillOutcome::Killed,
-                    survivors: ended.next().unwrap_or_default().survivors,
-                })
-            })
-            .collect()
-    }
-}
-
-impl Drop for Inner {
-    /// A manager that goes away takes its jobs with it: no orphans. SIGKILL, not waited for
-    /// (a drop must not block).
-    fn drop(&mut self) {
-        let targets: Vec<Target> = lock(&self.table)
-            .jobs
-            .values()
-            .filter(|j| {
-                let mut s = lock(&j.state);
-                let running = !s.status.is_final();
-                if running {
-                    s.kill_reason
-                        .get_or_insert_with(|| "manager dropped".to_owned());
-                }
-                running
-            })
-            .map(|j| Target::own(j.id, &j.leader))
-            .collect();
-        if !targets.is_empty() {
-            signal_now(&targets, sig::SIGKILL);
-        }
-    }
-}
-
-impl JobManager {
-    /// Ends a job: `signal` to every process proven to be the job's, SIGKILL after `grace`
-    /// (default the configured grace; capped by [`crate::EngineConfig::max_kill_grace`]), then
-    /// checks that none is left. Unknown ids answer [`KillOutcome::NotFound`], ended ones
-    /// [`KillOutcome::AlreadyTerminated`]; processes that outlived SIGKILL are named in
-    /// [`KillReport::survivors`].
-    ///
-    /// # Errors
-    /// [`crate::Error::NotOwner`] for a running job of another live server sharing the state
-    /// directory: only that server controls it.
-    pub async fn kill(
-        &self,
-        id: JobId,
-        signal: Signal,
-        grace: Option<Duration>,
-    ) -> crate::Result<KillReport> {
-        let inner = self.inner.clone();
-        let owner = tokio::task::spawn_blocking(move || inner.job(id).map(|_| ()))
-            .await
-            .unwrap_or(Ok(()));
-        if let Err(e @ crate::Error::NotOwner { .. }) = owner {
-            return Err(e);
-        }
-        let grace = self.inner.config.grace(grace);
-        Ok(self
-            .inner
-            .kill(id, signal, grace, "killed by request")
-            .await)
-    }
-
-    /// Kills every running job (TERM, grace, KILL), all at once, and waits for them.
-    pub async fn shutdown(&self) {
-        let running: Vec<JobId> = {
-            let t = lock(&self.inner.table);
-            t.jobs
-                .values()
-                .filter(|j| !lock(&j.state).status.is_final())
-                .map(|j| j.id)
-                .collect()
-        };
-        let grace = self.inner.config.grace(None);
-        self.inner
-            .kill_many(&running, Signal::TERM, grace, "shutdown")
-            .await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,13 +227,7 @@ mod tests {
     }
 
     fn recorded(id: JobId, pid: u32, start: Option<u64>) -> Target {
-        Target::recorded(
-            id,
-            ProcessRef {
-                pid,
-                start_ticks: start,
-            },
-        )
+        Target::recorded(id, pid, start)
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! `JobManager`: the job table behind one lock, and the only place a job's status changes
-//! (`finish`). Starting a job is in [`crate::start`], ending one in [`crate::kill`].
+//! (`finish`). Starting a job is in [`crate::start`], ending one in [`crate::stop`] (through the
+//! kill path, [`crate::kill`]).
 //!
-//! Locking: the table lock and a job's state lock are never held together except table → job
-//! (the finishing path releases the job lock before it takes the table lock). No lock is held
-//! across an `.await` or a blocking wait.
+//! The order of the table lock, the jobs' locks and the locks under them is stated once, in
+//! [`crate::sync`].
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -16,10 +16,12 @@ use tokio::sync::watch;
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
-use crate::kill::Leader;
+use crate::kill::{self, Target};
 use crate::pipeline::{ExitInfo, Sink};
 use crate::signal;
 use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
+use crate::sync::lock;
+use crate::sys::{Leader, sig};
 use crate::terminal::Terminal;
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
@@ -86,11 +88,11 @@ pub(crate) struct Job {
     /// does not wake up for every batch of output.
     pub(crate) done: watch::Sender<bool>,
     /// Everything written to the job's input goes through here, in order.
-    pub(crate) input: crate::interact::InputQueue,
+    pub(crate) input: crate::input_queue::InputQueue,
     /// Whether the job waits for input, as its reader thread last found.
     pub(crate) waiting: crate::input::InputWatch,
     /// The raw output, for attached clients.
-    pub(crate) tap: crate::attach::Tap,
+    pub(crate) tap: crate::tap::Tap,
 }
 
 pub(crate) struct State {
@@ -122,11 +124,6 @@ impl State {
             }
         }
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding a lock leaves plain data behind; keep serving rather than cascade.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Job {
@@ -193,6 +190,20 @@ impl Job {
     }
 }
 
+impl crate::input::Probed for Job {
+    fn watch(&self) -> &crate::input::InputWatch {
+        &self.waiting
+    }
+
+    fn terminal(&self) -> Option<Arc<crate::sys::pty::Master>> {
+        lock(&self.state).master.clone()
+    }
+
+    fn screen(&self) -> crate::terminal::ScreenSnapshot {
+        lock(&self.state).term.screen()
+    }
+}
+
 /// The parse side of a job (run by the parse workers, in order, through the job's lane).
 pub(crate) struct JobSink {
     pub(crate) job: Arc<Job>,
@@ -227,6 +238,8 @@ impl Sink for JobSink {
         let Some(store) = &self.store else {
             return;
         };
+        // New output cleared a wait: the record stops saying so (paced).
+        persist_input(&self.job, store);
         let screen = {
             let s = lock(&self.job.state);
             if s.record.is_none() || s.status.is_final() {
@@ -246,7 +259,18 @@ impl Sink for JobSink {
     }
 
     fn quiet(&self, quiet: Duration) -> Option<Duration> {
-        crate::input::on_quiet(&self.job, quiet)
+        let next = crate::input::on_quiet(&*self.job, quiet);
+        if let Some(store) = &self.store {
+            // What the probe found reaches the record (paced).
+            persist_input(&self.job, store);
+        }
+        next
+    }
+
+    fn drain_timeout(&self) {
+        // What still holds the terminal is the job's: it ends with its shell, SIGKILL, not
+        // waited for (the reader must go on draining).
+        kill::signal_now(&[Target::own(self.job.id, &self.job.leader)], sig::SIGKILL);
     }
 
     fn exited(&self, exit: ExitInfo) {
@@ -256,6 +280,29 @@ impl Sink for JobSink {
         }
         self.job.events.send_modify(|e| e.finished = true);
         self.job.done.send_replace(true);
+    }
+}
+
+/// Brings the input state of `job`'s record on disk (so that readers of the state directory —
+/// `ptyjobs status`, `ptyjobs list`, another server — see what this server's callers see) up to what its watch says, when a write
+/// is due (see `crate::input::Pace::due`). Blocking (a file write, about a millisecond): call it on a parse
+/// worker. The write happens under the job's lock, as the final record's does, so it can never
+/// land after the final record and overwrite it.
+fn persist_input(job: &Job, store: &Store) {
+    let wait = job.waiting.current();
+    let mut s = lock(&job.state);
+    if s.status.is_final() {
+        return;
+    }
+    let Some(record) = s.record.as_mut() else {
+        return;
+    };
+    if !lock(&job.waiting.pace).due(&wait, Instant::now()) {
+        return;
+    }
+    record.input = wait;
+    if let Err(e) = store.write_record(record) {
+        tracing::warn!("cannot save the input state of job {}: {e}", job.id);
     }
 }
 

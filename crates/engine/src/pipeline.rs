@@ -25,7 +25,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::manager::lock;
+use crate::sync::lock;
 
 /// How the job's shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,13 @@ pub(crate) trait Sink: Send + Sync + 'static {
     }
     /// The child was reaped and the output drained; called exactly once, last.
     fn exited(&self, exit: ExitInfo);
+    /// The reader's drain timeout: the job's shell has exited, but some other process (a
+    /// background grandchild) still holds the terminal open after the drain timeout, or the
+    /// reader failed on the job and gives it up. What is left of the job must end now, before
+    /// the reader reaps the shell (while its pid still proves its process group). Unlike the
+    /// calls above, this one runs at once on the reader's thread, not queued for a worker: the
+    /// platform layer reports, the parse side decides (it ends the job through the kill path).
+    fn drain_timeout(&self);
 }
 
 /// What a lane tells its reader (see [`Lane::set_notify`]).
@@ -187,6 +194,12 @@ impl Lane {
     #[cfg_attr(windows, allow(dead_code))] // no quiet probes on Windows
     pub(crate) fn quiet(self: &Arc<Self>, quiet: Duration) {
         self.update(|q| q.quiet = Some(quiet));
+    }
+
+    /// Reports the drain timeout to the sink, at once and on this thread (see
+    /// [`Sink::drain_timeout`]).
+    pub(crate) fn drain_timeout(&self) {
+        self.sink.drain_timeout();
     }
 
     /// The job ended and its terminal is drained: nothing is pushed after this.
@@ -368,6 +381,7 @@ mod tests {
             self.0.exits.fetch_add(1, Ordering::SeqCst);
             *lock(&self.0.exit_after) = Some(lock(&self.0.seen).len());
         }
+        fn drain_timeout(&self) {}
     }
 
     fn wait_for(cond: impl Fn() -> bool) {

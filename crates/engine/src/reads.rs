@@ -1,16 +1,24 @@
 //! Reading jobs and forgetting them: each read serves a job from memory when this manager
 //! holds it, else from the state directory (jobs of earlier runs and of other servers).
+//!
+//! Every read of a transcript (`output`, `tail`, their budgeted and async forms, and
+//! [`crate::Follow`]) goes through one path: a [`Plan`] made where the job's lines are, then
+//! one windowed read of its disk part and its held part. Reads never write: a job's disk log
+//! is flushed by its writer as lines become final.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobInfo};
-use crate::manager::{Found, Job, JobEvent, JobManager, lock};
+use crate::job::{JobId, JobInfo, JobStatus};
+use crate::manager::{Found, Job, JobEvent, JobManager};
 use crate::output::OutputSlice;
+use crate::output::window::{Captured, Plan, Start};
 use crate::store::{Store, StoredJob};
+use crate::sync::lock;
 use crate::terminal::ScreenSnapshot;
 
 impl JobManager {
@@ -64,42 +72,115 @@ impl JobManager {
         offset: Option<u64>,
         limit: Option<usize>,
     ) -> Result<OutputSlice> {
-        let job = match self.inner.find(id)? {
-            Found::Live(job) => job,
-            Found::Stored(job) => return self.stored_in()?.output(&job, offset, limit),
+        self.read(id, Start::Offset(offset), limit, usize::MAX)
+    }
+
+    /// [`Self::output`] within `max_bytes` of text: a range that does not fit keeps its head
+    /// and tail lines around a marker line, and `omitted_lines` / `omitted_bytes` /
+    /// `omitted_from` say what was left out. Only what is kept is read or copied.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
+    pub fn output_within(
+        &self,
+        id: JobId,
+        offset: Option<u64>,
+        limit: Option<usize>,
+        max_bytes: usize,
+    ) -> Result<OutputSlice> {
+        self.read(id, Start::Offset(offset), limit, max_bytes)
+    }
+
+    /// The last `lines` lines of the clean transcript.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
+    pub fn tail(&self, id: JobId, lines: usize) -> Result<OutputSlice> {
+        self.read(id, Start::Last(lines), None, usize::MAX)
+    }
+
+    /// The last `lines` lines within `max_bytes` of text (see [`Self::output_within`]).
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
+    pub fn tail_within(&self, id: JobId, lines: usize, max_bytes: usize) -> Result<OutputSlice> {
+        self.read(id, Start::Last(lines), None, max_bytes)
+    }
+
+    /// The one read of a transcript: planned where the job's lines are (memory and the disk
+    /// log for a job this manager runs, the disk log and the saved screen for a stored job),
+    /// then read within `max_bytes` (see [`crate::output::window`]). Only what the budget
+    /// keeps is read or copied.
+    fn read(
+        &self,
+        id: JobId,
+        start: Start,
+        limit: Option<usize>,
+        max_bytes: usize,
+    ) -> Result<OutputSlice> {
+        let plan = match self.inner.find(id)? {
+            Found::Live(job) => self.live_plan(&job, start, limit, max_bytes),
+            Found::Stored(job) => self.stored_in()?.plan(&job, start, limit)?,
         };
-        let (mut slice, on_disk) = {
-            let mut s = lock(&job.state);
-            let on_disk = s.log.as_mut().map_or(0, |log| {
-                log.flush();
-                log.lines()
-            });
-            (s.term.slice(offset, limit, s.status), on_disk)
+        match &self.inner.store {
+            Some(store) => store.read_plan(id, plan, max_bytes),
+            None => Ok(plan.read_held(max_bytes)?),
+        }
+    }
+
+    /// Plans a read of a job in memory, under its lock, copying the part memory holds within
+    /// the budget; the disk part (lines memory evicted) is read after the lock is released.
+    /// The log's line count is read, never flushed: its writer flushes as lines become final.
+    fn live_plan(&self, job: &Job, start: Start, limit: Option<usize>, max_bytes: usize) -> Plan {
+        let want = limit.map_or(u64::MAX, |l| l as u64);
+        let s = lock(&job.state);
+        let on_disk = s.log.as_ref().map_or(0, crate::store::LogWriter::lines);
+        // An empty read at the end: the counts, nothing copied.
+        let meta = s.term.slice(Some(u64::MAX), Some(0), s.status);
+        let (end, dropped) = (meta.total_lines, meta.dropped_lines);
+        let offset = match start {
+            Start::Offset(offset) => offset,
+            Start::Last(n) => Some(end.saturating_sub(n as u64)),
         };
-        match (&self.inner.store, offset) {
-            (Some(store), Some(from)) if from < slice.first_line && from < on_disk => {
-                // Evicted from memory but on disk: read the gap from the log.
-                let gap_end = slice.first_line.min(on_disk);
-                let want = limit.unwrap_or(usize::MAX);
-                let gap = usize::try_from(gap_end - from)
-                    .unwrap_or(usize::MAX)
-                    .min(want);
-                let mut lines = store.read_log(id, from, gap)?;
-                // Then memory's lines, if the disk reached them (a capped log may stop short).
-                if gap_end == slice.first_line && slice.line_count > 0 {
-                    let room = want.saturating_sub(lines.len());
-                    lines.extend(slice.output.split('\n').take(room).map(str::to_owned));
+        let requested = offset.unwrap_or(dropped).min(end);
+        let from_disk = self.inner.store.is_some()
+            && offset.is_some()
+            && requested < dropped
+            && requested < on_disk;
+        let (first, disk_to, mem_from) = if from_disk {
+            let gap_end = dropped.min(on_disk);
+            // Memory's lines follow only when the disk reached them (a capped log may stop
+            // short).
+            let mem_from = if gap_end == dropped { dropped } else { end };
+            (
+                requested,
+                gap_end.min(requested.saturating_add(want)),
+                mem_from,
+            )
+        } else {
+            let from = requested.max(dropped);
+            (from, from, from)
+        };
+        let mem_to = end.min(first.saturating_add(want)).max(mem_from);
+        let held = Captured::capture(max_bytes.saturating_add(1), |f| {
+            s.term.visit_lines(mem_from, |n, line| {
+                if n >= mem_to {
+                    return ControlFlow::Break(());
                 }
-                let count = lines.len() as u64;
-                slice.output = lines.join("\n");
-                slice.bytes = slice.output.len() as u64;
-                slice.first_line = from;
-                slice.line_count = count;
-                slice.next_offset = from + count;
-                slice.truncated = slice.next_offset < slice.total_lines;
-                Ok(slice)
-            }
-            _ => Ok(slice),
+                f(line);
+                ControlFlow::Continue(())
+            });
+        });
+        Plan {
+            requested,
+            first,
+            disk_to,
+            held,
+            tail: matches!(start, Start::Last(_)),
+            total_lines: end,
+            dropped_lines: dropped,
+            final_lines: meta.final_lines,
+            status: s.status,
         }
     }
 
@@ -111,28 +192,29 @@ impl JobManager {
             .ok_or_else(|| Error::InvalidArgument("no state directory".into()))
     }
 
-    /// The last `lines` lines of the clean transcript.
-    ///
-    /// # Errors
-    /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
-    pub fn tail(&self, id: JobId, lines: usize) -> Result<OutputSlice> {
-        match self.inner.find(id)? {
-            Found::Live(job) => {
-                let s = lock(&job.state);
-                Ok(s.term.tail(lines, s.status))
-            }
-            Found::Stored(job) => self.stored_in()?.tail(&job, lines),
-        }
-    }
-
     /// The job's visible screen now (its last screen, for a job from the state directory).
     ///
     /// # Errors
     /// [`Error::JobNotFound`].
     pub fn screen(&self, id: JobId) -> Result<ScreenSnapshot> {
+        Ok(self.screen_status(id)?.0)
+    }
+
+    /// The job's visible screen and its status, taken at one moment (under the job's lock; a
+    /// stored job's from one read of its record).
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`].
+    pub fn screen_status(&self, id: JobId) -> Result<(ScreenSnapshot, JobStatus)> {
         match self.inner.find(id)? {
-            Found::Live(job) => Ok(lock(&job.state).term.screen()),
-            Found::Stored(job) => Ok(self.stored_in()?.screen(&job)),
+            Found::Live(job) => {
+                let s = lock(&job.state);
+                Ok((s.term.screen(), s.status))
+            }
+            Found::Stored(job) => {
+                let status = self.stored_info(&job).status;
+                Ok((self.stored_in()?.screen(&job), status))
+            }
         }
     }
 

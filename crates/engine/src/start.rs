@@ -13,11 +13,13 @@ use tokio::sync::watch;
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
-use crate::kill::{self, Leader, Target};
-use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_size, lock};
+use crate::kill::{self, Target};
+use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_size};
 use crate::pipeline::Lane;
 use crate::signal::Signal;
 use crate::store::JobRecord;
+use crate::sync::lock;
+use crate::sys::Leader;
 use crate::sys::pty;
 use crate::sys::spawn::{self, SpawnSpec};
 use crate::terminal::Terminal;
@@ -92,7 +94,7 @@ impl JobManager {
             done,
             input: Default::default(),
             waiting: crate::input::InputWatch::default(),
-            tap: crate::attach::Tap::default(),
+            tap: crate::tap::Tap::default(),
         });
         // Closed until the job is in the table: nothing is parsed, and so nothing can end the
         // job, before the job is complete. Opened on every way out of here.
@@ -102,13 +104,7 @@ impl JobManager {
             store: inner.store.clone(),
         });
         let gate = Gate(lane.clone());
-        pty::start_reader(
-            job.leader.clone(),
-            id,
-            master,
-            inner.config.drain_timeout,
-            lane,
-        )?;
+        pty::start_reader(job.leader.clone(), master, inner.config.drain_timeout, lane)?;
         // From here on nothing fails: the reader owns the child (it reaps it), and the job
         // owns its slot (released when it ends).
         child.disarm();

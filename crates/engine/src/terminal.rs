@@ -32,6 +32,7 @@ mod capture;
 mod deferred;
 mod fast;
 mod feed;
+mod formatted;
 mod parse;
 mod replies;
 mod scan;

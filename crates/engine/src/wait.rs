@@ -9,10 +9,11 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::job::{JobId, JobInfo};
-use crate::manager::{Found, JobManager, lock};
+use crate::manager::{Found, JobManager};
 use crate::output::OutputSlice;
 use crate::search::{self, SearchResult};
 use crate::store::StoredJob;
+use crate::sync::lock;
 
 /// How often a port is probed.
 const PORT_PROBE: Duration = Duration::from_millis(100);
@@ -199,7 +200,7 @@ impl JobManager {
             {
                 let job = job.clone();
                 input_probe = Some(tokio::task::spawn_blocking(move || {
-                    crate::input::probe_if_quiet(&job);
+                    crate::input::probe_if_quiet(&*job);
                 }));
                 next_input_probe = now + crate::input::WAIT_PROBE;
             }

@@ -33,22 +33,34 @@ impl ToolError {
     }
 }
 
+/// An engine error's message as the model reads it: the engine's words plus this face's hint
+/// (the engine names no tool).
+pub fn message(e: &Error) -> String {
+    match e {
+        Error::InvalidJobId(_) => format!(
+            "{e} (the UUID that execute_command returned). Call list_jobs to see the ids of \
+             the known jobs."
+        ),
+        Error::JobNotFound(_) => format!("{e}: call list_jobs to see the known jobs"),
+        _ => e.to_string(),
+    }
+}
+
 impl From<Error> for ToolError {
     fn from(e: Error) -> Self {
         match e {
-            Error::InvalidJobId(_) => Self::Fixable(format!(
-                "{e}. Call list_jobs to see the ids of the known jobs."
-            )),
-            // The engine's messages already say what to do next.
-            Error::JobNotFound(_)
+            // The engine's messages say what to do next, with this face's hint added.
+            Error::InvalidJobId(_)
+            | Error::JobNotFound(_)
             | Error::NotRunning { .. }
             | Error::NotOwner { .. }
+            | Error::Unproven { .. }
             | Error::InvalidArgument(_)
             | Error::LimitReached(_)
             | Error::Spawn(_)
             // An OS error on a job (e.g. its terminal went away mid-write) is about that job,
             // not the server: tell the model, keep serving.
-            | Error::Io(_) => Self::Fixable(e.to_string()),
+            | Error::Io(_) => Self::Fixable(message(&e)),
             other => Self::Protocol(ErrorData::internal_error(other.to_string(), None)),
         }
     }
@@ -68,6 +80,7 @@ impl IntoCallToolResult for ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ptyjobs_engine::JobId;
 
     #[test]
     fn malformed_ids_tell_the_model_to_list_jobs() {
@@ -76,6 +89,10 @@ mod tests {
             panic!("expected a fixable error")
         };
         assert!(msg.contains("list_jobs"), "{msg}");
+        let ToolError::Fixable(msg) = ToolError::from(Error::JobNotFound(JobId::new())) else {
+            panic!("expected a fixable error")
+        };
+        assert!(msg.contains("call list_jobs"), "{msg}");
     }
 
     #[test]

@@ -134,7 +134,8 @@ pub fn templates() -> ListResourceTemplatesResult {
 /// Reads a resource as text.
 pub fn read(jobs: &JobManager, uri: &str) -> Result<ReadResourceResult, ErrorData> {
     let (id, view) = parse(uri)?;
-    let gone = |e: ptyjobs_engine::Error| ErrorData::resource_not_found(e.to_string(), None);
+    let gone =
+        |e: ptyjobs_engine::Error| ErrorData::resource_not_found(crate::error::message(&e), None);
     let text = match view {
         View::Output => {
             // The end is what matters; tail bounds the work, fit bounds the answer.
@@ -175,7 +176,7 @@ impl Subscriptions {
         let (id, _) = parse(&uri)?;
         let rx = jobs
             .subscribe(id)
-            .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
+            .map_err(|e| ErrorData::resource_not_found(crate::error::message(&e), None))?;
         let target = uri.clone();
         let task = tokio::spawn(notify(rx, move || {
             let (peer, uri) = (peer.clone(), target.clone());
@@ -222,7 +223,7 @@ pub fn listen_to(
     let (id, _) = parse(uri)?;
     let rx = jobs
         .subscribe(id)
-        .map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
+        .map_err(|e| ErrorData::resource_not_found(crate::error::message(&e), None))?;
     let uri = uri.to_owned();
     Ok(tokio::spawn(notify(rx, move || {
         let (sink, uri) = (sink.clone(), uri.clone());

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use ptyjobs_engine::JobManager;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::tool::{IntoCallToolResult, ToolCallContext};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
     Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
@@ -117,7 +117,8 @@ impl Server {
     }
 
     /// execute_command with `wait` for a client with tasks: start the job as the tool would
-    /// (same checks, same errors), then answer with the task that is the job.
+    /// (same start path, same errors), then answer with the task that is the job. Arguments
+    /// the tool's schema refuses go through the tool itself, which answers the same refusal.
     async fn execute_as_task(
         &self,
         mut request: CallToolRequestParams,
@@ -126,25 +127,16 @@ impl Server {
         if let Some(args) = request.arguments.as_mut() {
             args.remove("wait");
         }
-        let started = self
-            .tools()
-            .call(ToolCallContext::new(self, request, context))
-            .await?;
-        let CallToolResponse::Complete(result) = &started else {
-            return Ok(started);
+        let args = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        let Ok(params) = serde_json::from_value::<crate::params::ExecuteParams>(args) else {
+            return self
+                .tools()
+                .call(ToolCallContext::new(self, request, context))
+                .await;
         };
-        let job = result
-            .structured_content
-            .as_ref()
-            .and_then(|v| v.get("job_id"))
-            .and_then(|v| v.as_str())
-            .and_then(|id| id.parse().ok());
-        match (result.is_error, job) {
-            (Some(true), _) | (_, None) => Ok(started),
-            (_, Some(id)) => match self.jobs().status_async(id).await {
-                Ok(info) => Ok(CallToolResponse::Task(tasks::created(&info))),
-                Err(_) => Ok(started),
-            },
+        match self.start_job(params, &context.peer) {
+            Ok(info) => Ok(CallToolResponse::Task(tasks::created(&info))),
+            Err(e) => e.into_call_tool_result(),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The human CLI (`ptyjobs list | logs | status | kill | rm | prune`), driven as a user would:
 //! the real binary on a state directory that a real server fills with real jobs.
-// Unix only: the harness signals and inspects processes through /proc (Windows: tests/windows.test.mjs).
+// Unix only: the harness signals and inspects processes through /proc (Windows: tests/platforms/windows.test.mjs).
 #![cfg(unix)]
 
 #[path = "cli/harness.rs"]
@@ -9,6 +9,8 @@ mod harness;
 mod procs;
 #[path = "cli/trust.rs"]
 mod trust;
+#[path = "cli/waiting.rs"]
+mod waiting;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -483,6 +485,41 @@ fn ambiguous_and_unknown_prefixes_are_errors() {
     assert_error(&f.cli(&["logs", "not-an-id"]), &["no job id starts with"]);
 }
 
+/// Wide names (CJK: two columns a character) are padded by the columns they take, so every
+/// column after them starts at the same place on every row.
+#[test]
+fn list_aligns_the_columns_after_a_wide_name() {
+    let mut f = Fixture::new();
+    let (wide, _) = f.exec_with(json!({ "command": "echo hi", "name": "构建服务器" }));
+    f.server.wait_done(&wide);
+    let (narrow, _) = f.exec_with(json!({ "command": "echo hi", "name": "build" }));
+    f.server.wait_done(&narrow);
+    let r = f.cli(&["list"]);
+    assert_ok(&r);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{r:?}");
+    // The display column where STATUS starts, counted as a terminal draws: two for a CJK
+    // character, one for the rest.
+    let column_of = |line: &str, needle: &str| {
+        let at = line
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in {line:?}"));
+        line[..at]
+            .chars()
+            .map(|c| {
+                if ('\u{4e00}'..='\u{9fff}').contains(&c) {
+                    2
+                } else {
+                    1
+                }
+            })
+            .sum::<usize>()
+    };
+    let status = column_of(lines[0], "STATUS");
+    assert_eq!(column_of(lines[1], "completed"), status, "{r:?}");
+    assert_eq!(column_of(lines[2], "completed"), status, "{r:?}");
+}
+
 /// On a terminal (here `script`'s), the status is coloured; `NO_COLOR` turns that off.
 #[test]
 fn list_colours_the_status_on_a_terminal_unless_no_color() {
@@ -492,6 +529,9 @@ fn list_colours_the_status_on_a_terminal_unless_no_color() {
     let dir = f.dir().to_str().expect("utf-8 path").to_owned();
     let on_a_tty = |no_color: Option<&str>| {
         let mut cmd = std::process::Command::new("script");
+        // A terminal that has colours, whatever the test runs under (CI may set no TERM).
+        cmd.env("TERM", "xterm-256color")
+            .env_remove("CLICOLOR_FORCE");
         cmd.args([
             "-qec",
             &format!("{} --state-dir {dir} list", harness::BIN),

@@ -79,7 +79,13 @@ pub fn from_engine(e: EngineError) -> JsErr {
         EngineError::Io(_) => Code::IoError,
         _ => Code::Internal,
     };
-    err(code, e.to_string())
+    // The engine names no method of any face: the binding's own hints are added here.
+    let message = match &e {
+        EngineError::JobNotFound(_) => format!("{e}: call list() to see the known jobs"),
+        EngineError::InvalidJobId(_) => format!("{e} (the UUID that execute() returned)"),
+        _ => e.to_string(),
+    };
+    err(code, message)
 }
 
 /// Turns a coded error into a plain `napi::Error` that carries the JS error object itself, so

@@ -19,8 +19,8 @@ use crate::options::{
 };
 use crate::stream::{Callback, Streams};
 use crate::types::{
-    JobInfo, KillReport, KillResult, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult,
-    count, dimension, fitted, millis, whole,
+    JobInfo, KillReport, MAX_SAFE, Output, ScreenSnapshot, SearchResult, WaitResult, count,
+    dimension, fitted, millis, whole,
 };
 
 /// Lines `tail` returns when not told.
@@ -42,13 +42,19 @@ const DEFAULT_TAIL: usize = 50;
 /// so its history outlives the manager: a later manager on the same directory lists the jobs
 /// of earlier runs (`thisServer: false`; one whose manager died while it ran reads `killed`,
 /// reason `server stopped`) and reads their output, until `removeJob` or the retention limits
-/// remove them. (The MCP server persists by default; the binding only when asked.)
+/// remove them. (The MCP server persists by default; the binding only when asked.) A persisting
+/// manager also serves the attach socket (Unix) while it is open: a person can type into one
+/// of its jobs from a terminal with `ptyjobs attach <id> --state-dir <dir>`, as with the MCP
+/// server's jobs.
 #[napi]
 pub struct JobManager {
     jobs: engine::JobManager,
     runtime: Handle,
     streams: Arc<Streams>,
     closed: Arc<AtomicBool>,
+    /// The attach socket (`ptyjobs attach`), served while the manager is open, when jobs are
+    /// persisted (Unix): the one the MCP server serves, with the same protections.
+    attach: std::sync::Mutex<Option<engine::AttachServer>>,
 }
 
 fn parse_id(id: &str) -> Result<JobId> {
@@ -117,11 +123,15 @@ impl JobManager {
                     (e, _) => from_engine(e),
                 }
             })?;
+        // A person may attach to a job from a terminal (`ptyjobs attach <id>`), as to the MCP
+        // server's. Without it the jobs still run: attaching is an extra.
+        let attach = jobs.store().and_then(|_| jobs.serve_attach().ok());
         Ok(Self {
             jobs,
             runtime,
             streams: Arc::default(),
             closed: Arc::default(),
+            attach: std::sync::Mutex::new(attach),
         })
     }
 
@@ -186,14 +196,7 @@ impl JobManager {
     /// on disk that cannot be read).
     #[napi(catch_unwind)]
     pub fn output(&self, job_id: String, options: Option<OutputOptions>) -> Result<Output> {
-        let id = parse_id(&job_id)?;
-        let o = options.unwrap_or_default();
-        let offset = o
-            .offset
-            .map(|v| whole("offset", v, 0, MAX_SAFE))
-            .transpose()?;
-        let limit = o.limit.map(|v| count("limit", v)).transpose()?;
-        let max_bytes = o.max_bytes.map(|v| count("maxBytes", v)).transpose()?;
+        let (id, offset, limit, max_bytes) = output_args(&job_id, options)?;
         // Clamped to the budget before reading (a huge `limit` costs `maxBytes`, not the log).
         self.jobs
             .output_within(id, offset, limit, max_bytes.unwrap_or(usize::MAX))
@@ -213,15 +216,7 @@ impl JobManager {
         lines: Option<f64>,
         options: Option<TailOptions>,
     ) -> Result<Output> {
-        let id = parse_id(&job_id)?;
-        let n = lines
-            .map(|v| count("lines", v))
-            .transpose()?
-            .unwrap_or(DEFAULT_TAIL);
-        let max_bytes = options
-            .and_then(|o| o.max_bytes)
-            .map(|v| count("maxBytes", v))
-            .transpose()?;
+        let (id, n, max_bytes) = tail_args(&job_id, lines, options)?;
         self.jobs
             .tail_within(id, n, max_bytes.unwrap_or(usize::MAX))
             .map(|s| fitted(s, max_bytes))
@@ -257,15 +252,140 @@ impl JobManager {
         pattern: String,
         options: Option<SearchOptions>,
     ) -> Result<SearchResult> {
-        let id = parse_id(&job_id)?;
-        let re = engine::compile_pattern(&pattern).map_err(from_engine)?;
-        let o = options.unwrap_or_default();
-        let context = o.context.map(|v| count("context", v)).transpose()?;
-        let max = o.max_matches.map(|v| count("maxMatches", v)).transpose()?;
+        let (id, re, context, max) = search_args(&job_id, &pattern, options)?;
         self.jobs
-            .search(id, &re, context.unwrap_or(0), max.unwrap_or(usize::MAX))
+            .search(id, &re, context, max)
             .map(SearchResult::from)
             .map_err(from_engine)
+    }
+
+    /// `status()` off the JS thread: a job of the state directory is read from disk on a
+    /// worker thread, and the promise resolves with its info.
+    ///
+    /// Rejects as `status()` throws.
+    #[napi(catch_unwind, ts_return_type = "Promise<JobInfo>")]
+    pub fn status_async<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+    ) -> napi::Result<PromiseRaw<'env, JobInfo>> {
+        let id = match parse_id(&job_id) {
+            Ok(id) => id,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        resolve(
+            env,
+            async move { jobs.status_async(id).await },
+            JobInfo::from,
+        )
+    }
+
+    /// `list()` off the JS thread (the state directory's records are read on a worker thread).
+    #[napi(catch_unwind, ts_return_type = "Promise<JobInfo[]>")]
+    pub fn list_async<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Vec<JobInfo>>> {
+        let jobs = self.jobs.clone();
+        resolve(env, async move { jobs.list_async().await }, |list| {
+            list.into_iter().map(JobInfo::from).collect()
+        })
+    }
+
+    /// `output()` off the JS thread: a read of the job's transcript on disk (a job of an
+    /// earlier run, or lines memory no longer holds) runs on a worker thread.
+    ///
+    /// Rejects as `output()` throws.
+    #[napi(catch_unwind, ts_return_type = "Promise<Output>")]
+    pub fn output_async<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+        options: Option<OutputOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Output>> {
+        let (id, offset, limit, max_bytes) = match output_args(&job_id, options) {
+            Ok(args) => args,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        resolve(
+            env,
+            async move {
+                jobs.output_async(id, offset, limit, max_bytes.unwrap_or(usize::MAX))
+                    .await
+            },
+            move |s| fitted(s, max_bytes),
+        )
+    }
+
+    /// `tail()` off the JS thread (see `outputAsync`).
+    ///
+    /// Rejects as `tail()` throws.
+    #[napi(catch_unwind, ts_return_type = "Promise<Output>")]
+    pub fn tail_async<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+        lines: Option<f64>,
+        options: Option<TailOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Output>> {
+        let (id, n, max_bytes) = match tail_args(&job_id, lines, options) {
+            Ok(args) => args,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        resolve(
+            env,
+            async move {
+                jobs.tail_async(id, n, max_bytes.unwrap_or(usize::MAX))
+                    .await
+            },
+            move |s| fitted(s, max_bytes),
+        )
+    }
+
+    /// `screen()` off the JS thread (a job of an earlier run has its last screen read from
+    /// disk).
+    ///
+    /// Rejects as `screen()` throws.
+    #[napi(catch_unwind, ts_return_type = "Promise<ScreenSnapshot>")]
+    pub fn screen_async<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+    ) -> napi::Result<PromiseRaw<'env, ScreenSnapshot>> {
+        let id = match parse_id(&job_id) {
+            Ok(id) => id,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        resolve(
+            env,
+            async move { jobs.screen_async(id).await },
+            ScreenSnapshot::from,
+        )
+    }
+
+    /// `search()` off the JS thread: a search over a large transcript on disk takes its time
+    /// on a worker thread.
+    ///
+    /// Rejects as `search()` throws.
+    #[napi(catch_unwind, ts_return_type = "Promise<SearchResult>")]
+    pub fn search_async<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+        pattern: String,
+        options: Option<SearchOptions>,
+    ) -> napi::Result<PromiseRaw<'env, SearchResult>> {
+        let (id, re, context, max) = match search_args(&job_id, &pattern, options) {
+            Ok(args) => args,
+            Err(e) => return rejected(env, e),
+        };
+        let jobs = self.jobs.clone();
+        resolve(
+            env,
+            async move { jobs.search_async(id, re, context, max).await },
+            SearchResult::from,
+        )
     }
 
     /// Writes `data` to the job's terminal as typed (no newline is added: end a line with a
@@ -334,25 +454,25 @@ impl JobManager {
     /// Ends a job: `signal` (default SIGTERM) to its whole process group and session, SIGKILL
     /// after `graceMs`, and resolves once no process of the job remains.
     ///
-    /// Resolves `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`; rejects
-    /// with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad grace) or `NOT_OWNER`
-    /// (a running job of another live process sharing the state directory). Processes that
-    /// outlive SIGKILL (normally none) are named by `killReport`, which does the same kill.
-    #[napi(catch_unwind, ts_return_type = "Promise<KillResult>")]
+    /// Resolves what was verified, as MCP's `kill_job` answers: `{ outcome, survivors }`, where
+    /// `outcome` is `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`, and
+    /// `survivors` the pids of the job's processes still alive after SIGKILL and a 5 s check
+    /// (normally empty). Rejects with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad
+    /// grace) or `NOT_OWNER` (a running job of another live process sharing the state
+    /// directory).
+    #[napi(catch_unwind, ts_return_type = "Promise<KillReport>")]
     pub fn kill<'env>(
         &self,
         env: &'env Env,
         job_id: String,
         options: Option<KillOptions>,
-    ) -> napi::Result<PromiseRaw<'env, KillResult>> {
-        self.end(env, &job_id, options, |report| report.outcome.into())
+    ) -> napi::Result<PromiseRaw<'env, KillReport>> {
+        self.end(env, &job_id, options)
     }
 
-    /// Ends a job exactly as `kill` does, and resolves what was verified: `{ status,
-    /// survivors }`, where `status` is `kill`'s answer and `survivors` the pids of the job's
-    /// processes still alive after SIGKILL and a 5 s check (normally empty).
+    /// The same as `kill`, kept for programs written when `kill` resolved the outcome alone.
     ///
-    /// Rejects as `kill` does.
+    /// @deprecated `kill` resolves this report now.
     #[napi(catch_unwind, ts_return_type = "Promise<KillReport>")]
     pub fn kill_report<'env>(
         &self,
@@ -360,7 +480,7 @@ impl JobManager {
         job_id: String,
         options: Option<KillOptions>,
     ) -> napi::Result<PromiseRaw<'env, KillReport>> {
-        self.end(env, &job_id, options, KillReport::from)
+        self.end(env, &job_id, options)
     }
 
     /// Forgets a finished job: it leaves `list()`, its id answers `JOB_NOT_FOUND` from then
@@ -487,6 +607,13 @@ impl JobManager {
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         self.closed.store(true, Ordering::SeqCst);
+        // No one attaches to a closed manager's jobs: the socket goes first.
+        drop(
+            self.attach
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
         let jobs = self.jobs.clone();
         let streams = self.streams.clone();
         env.spawn_future(async move {
@@ -499,14 +626,13 @@ impl JobManager {
 }
 
 impl JobManager {
-    /// The kill behind `kill` and `killReport`; `answer` shapes the engine's report.
-    fn end<'env, T: napi::bindgen_prelude::ToNapiValue + Send + 'static>(
+    /// The kill behind `kill` and `killReport`.
+    fn end<'env>(
         &self,
         env: &'env Env,
         job_id: &str,
         options: Option<KillOptions>,
-        answer: fn(engine::KillReport) -> T,
-    ) -> napi::Result<PromiseRaw<'env, T>> {
+    ) -> napi::Result<PromiseRaw<'env, KillReport>> {
         let o = options.unwrap_or_default();
         let parsed = (|| -> Result<(JobId, Signal, Option<std::time::Duration>)> {
             let id = parse_id(job_id)?;
@@ -525,7 +651,7 @@ impl JobManager {
         env.spawn_future_with_callback(
             async move { Ok(jobs.kill(id, signal, grace).await) },
             move |env, res| match res {
-                Ok(report) => Ok(answer(report)),
+                Ok(report) => Ok(KillReport::from(report)),
                 Err(e) => Err(into_napi(env, from_engine(e))),
             },
         )
@@ -552,6 +678,71 @@ impl JobManager {
             .map_err(napi_err)?;
         Ok((id, cb))
     }
+}
+
+/// The arguments of `output` and `outputAsync`: the job, `offset`, `limit`, `maxBytes`.
+type OutputArgs = (JobId, Option<u64>, Option<usize>, Option<usize>);
+
+fn output_args(job_id: &str, options: Option<OutputOptions>) -> Result<OutputArgs> {
+    let id = parse_id(job_id)?;
+    let o = options.unwrap_or_default();
+    let offset = o
+        .offset
+        .map(|v| whole("offset", v, 0, MAX_SAFE))
+        .transpose()?;
+    let limit = o.limit.map(|v| count("limit", v)).transpose()?;
+    let max_bytes = o.max_bytes.map(|v| count("maxBytes", v)).transpose()?;
+    Ok((id, offset, limit, max_bytes))
+}
+
+/// The arguments of `tail` and `tailAsync`: the job, the lines, `maxBytes`.
+fn tail_args(
+    job_id: &str,
+    lines: Option<f64>,
+    options: Option<TailOptions>,
+) -> Result<(JobId, usize, Option<usize>)> {
+    let id = parse_id(job_id)?;
+    let n = lines
+        .map(|v| count("lines", v))
+        .transpose()?
+        .unwrap_or(DEFAULT_TAIL);
+    let max_bytes = options
+        .and_then(|o| o.max_bytes)
+        .map(|v| count("maxBytes", v))
+        .transpose()?;
+    Ok((id, n, max_bytes))
+}
+
+/// The arguments of `search` and `searchAsync`: the job, the compiled pattern, `context`,
+/// `maxMatches`.
+fn search_args(
+    job_id: &str,
+    pattern: &str,
+    options: Option<SearchOptions>,
+) -> Result<(JobId, engine::Regex, usize, usize)> {
+    let id = parse_id(job_id)?;
+    let re = engine::compile_pattern(pattern).map_err(from_engine)?;
+    let o = options.unwrap_or_default();
+    let context = o.context.map(|v| count("context", v)).transpose()?;
+    let max = o.max_matches.map(|v| count("maxMatches", v)).transpose()?;
+    Ok((id, re, context.unwrap_or(0), max.unwrap_or(usize::MAX)))
+}
+
+/// A promise of `read`'s answer converted by `convert` (on the JS thread), rejected with the
+/// coded error of a failed read. The read runs off the JS thread.
+fn resolve<'env, R, V>(
+    env: &'env Env,
+    read: impl std::future::Future<Output = engine::Result<R>> + Send + 'static,
+    convert: impl FnOnce(R) -> V + 'static,
+) -> napi::Result<PromiseRaw<'env, V>>
+where
+    R: Send + 'static,
+    V: napi::bindgen_prelude::ToNapiValue,
+{
+    env.spawn_future_with_callback(async move { Ok(read.await) }, move |env, res| match res {
+        Ok(r) => Ok(convert(r)),
+        Err(e) => Err(into_napi(env, from_engine(e))),
+    })
 }
 
 fn napi_err(e: napi::Error) -> JsErr {

@@ -18,6 +18,9 @@
 //!
 //! Text that is still on screen (a prompt waiting for input) is not streamed: read it with
 //! `tail()`, `output()` or `screen()`.
+//!
+//! Each data listener holds its own engine [`Follow`] (the engine's one "final lines since
+//! N" stream); this module only schedules deliveries and orders them before `onExit`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,7 +30,7 @@ use napi::bindgen_prelude::JsValuesTupleIntoVec;
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
-use ptyjobs_engine::{JobId, JobManager};
+use ptyjobs_engine::{Follow, JobId, JobManager};
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, watch};
 
@@ -35,9 +38,6 @@ use crate::types::JobInfo;
 
 /// A thread-safe JS callback taking one argument; it holds the event loop until dropped.
 pub type Callback<T> = ThreadsafeFunction<T, UnknownReturnValue, T, Status, false, false>;
-
-/// Most lines handed to one `onData` call.
-const CHUNK_LINES: u64 = 10_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -74,8 +74,9 @@ struct Listeners {
 
 struct DataListener {
     callback: Callback<String>,
-    /// Absolute number of the next line to deliver; `None` before the first delivery.
-    next: Option<u64>,
+    /// The listener's place in the job's transcript; `None` when the job could not be
+    /// followed (it was forgotten meanwhile): nothing is delivered then.
+    follow: Option<Follow<'static>>,
 }
 
 impl Streams {
@@ -87,10 +88,12 @@ impl Streams {
         id: JobId,
         cb: Callback<String>,
     ) {
+        // Made before the listeners' locks are taken: for a stored job it reads the disk.
+        let follow = jobs.follow(id, None).ok();
         self.add(jobs, rt, id, |l| {
             l.data.push(DataListener {
                 callback: cb,
-                next: None,
+                follow,
             })
         });
     }
@@ -165,56 +168,14 @@ async fn deliver<T: 'static + JsValuesTupleIntoVec>(cb: &Callback<T>, value: T) 
     }
 }
 
-/// The absolute line number below which every line is final, and the first line still held;
-/// `None` once the job has ended (then the watcher's exit branch delivers the rest, without
-/// a newline after the last line).
-fn final_boundary(jobs: &JobManager, id: JobId) -> Option<(u64, u64)> {
-    let probe = jobs.output(id, Some(u64::MAX), Some(0)).ok()?;
-    (!probe.status.is_final()).then_some((probe.final_lines, probe.dropped_lines))
-}
-
-/// Delivers the final lines of `id` that `d` has not had yet, below `boundary`.
-async fn deliver_final(
-    jobs: &JobManager,
-    id: JobId,
-    d: &mut DataListener,
-    boundary: u64,
-    held: u64,
-) {
-    loop {
-        let start = d.next.unwrap_or(0).max(held);
-        if start >= boundary {
-            return;
-        }
-        let want = (boundary - start).min(CHUNK_LINES);
-        let Ok(slice) = jobs.output(
-            id,
-            Some(start),
-            Some(usize::try_from(want).unwrap_or(usize::MAX)),
-        ) else {
-            return;
-        };
-        // Lines evicted since `held` was read move the slice later: never pass `boundary`.
-        let keep = boundary
-            .saturating_sub(slice.first_line)
-            .min(slice.line_count);
-        if keep == 0 {
-            d.next = Some(boundary);
-            return;
-        }
-        let mut text: String = if keep < slice.line_count {
-            slice
-                .output
-                .split('\n')
-                .take(usize::try_from(keep).unwrap_or(usize::MAX))
-                .collect::<Vec<_>>()
-                .join("\n")
-        } else {
-            slice.output
-        };
-        text.push('\n');
-        d.next = Some(slice.first_line + keep);
-        deliver(&d.callback, text).await;
+/// Delivers what `d`'s follow has now: the final lines it has not had yet, or, once the job
+/// has ended, the rest.
+async fn deliver_ready(d: &mut DataListener) {
+    let Some(follow) = d.follow.as_mut() else {
+        return;
+    };
+    while let Ok(Some(chunk)) = follow.try_next() {
+        deliver(&d.callback, chunk.text).await;
     }
 }
 
@@ -227,12 +188,8 @@ async fn watch_job(jobs: JobManager, id: JobId, stream: Arc<Stream>, streams: Ar
         let mut data = std::mem::take(&mut lock(&stream.listeners).data);
         if finished {
             let exits = std::mem::take(&mut lock(&stream.listeners).exit);
-            for d in &data {
-                if let Ok(rest) = jobs.output(id, d.next, None)
-                    && !rest.output.is_empty()
-                {
-                    deliver(&d.callback, rest.output).await;
-                }
+            for d in &mut data {
+                deliver_ready(d).await;
             }
             drop(data);
             if let Ok(info) = jobs.status(id) {
@@ -246,10 +203,8 @@ async fn watch_job(jobs: JobManager, id: JobId, stream: Arc<Stream>, streams: Ar
             }
             continue;
         }
-        if let Some((boundary, held)) = final_boundary(&jobs, id) {
-            for d in &mut data {
-                deliver_final(&jobs, id, d, boundary, held).await;
-            }
+        for d in &mut data {
+            deliver_ready(d).await;
         }
         {
             let mut l = lock(&stream.listeners);

@@ -91,11 +91,13 @@ impl From<engine::KillOutcome> for KillResult {
     }
 }
 
-/// What `killReport` verified: how the kill ended, and the job's processes that outlived it.
+/// What a kill verified (`kill` resolves it), as MCP's `kill_job` answers: how the kill ended,
+/// and the job's processes that outlived it.
 #[napi(object)]
 pub struct KillReport {
-    /// `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`.
-    pub status: KillResult,
+    /// `'killed'`, `'already_terminated'` (it had ended) or `'not_found'`: what `kill`
+    /// resolved before it resolved a report.
+    pub outcome: KillResult,
     /// Pids of the job's processes still alive after SIGKILL and a 5 s check (normally
     /// empty): named, never hidden.
     pub survivors: Vec<u32>,
@@ -104,7 +106,7 @@ pub struct KillReport {
 impl From<engine::KillReport> for KillReport {
     fn from(r: engine::KillReport) -> Self {
         Self {
-            status: r.outcome.into(),
+            outcome: r.outcome.into(),
             survivors: r.survivors,
         }
     }

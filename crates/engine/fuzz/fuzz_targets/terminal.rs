@@ -3,7 +3,7 @@
 //!
 //! Run with `cargo +nightly fuzz run terminal` from `crates/engine` (cargo-fuzz installed with
 //! `cargo install cargo-fuzz`). The bounded, seeded version of the same check runs in the test
-//! command: `crates/engine/tests/differential.rs`.
+//! command: `crates/engine/tests/suite/differential.rs`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -4,20 +4,24 @@
 //! The socket's place and checks, and the protocol, are documented on [`AttachServer`].
 
 #[cfg(unix)]
+mod frames;
+#[cfg(unix)]
 mod session;
+#[cfg(unix)]
+mod size;
 #[cfg(unix)]
 mod socket;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
-use crate::manager::lock;
+/// The newest protocol version this engine speaks (it also serves version 1 clients).
+pub const ATTACH_VERSION: u32 = 2;
 
-/// The protocol version this engine speaks.
-pub const ATTACH_VERSION: u32 = 1;
+#[cfg(unix)]
+pub use frames::{attach_keys_frame, attach_resize_frame};
 
 /// The first line a client sends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,9 +30,10 @@ pub struct AttachHello {
     pub version: u32,
     /// The job to attach to (its full id).
     pub job_id: String,
-    /// The person's terminal width (informative).
+    /// The person's terminal width (version 2: the job takes it while attached; version 1:
+    /// informative).
     pub cols: u16,
-    /// The person's terminal height (informative).
+    /// The person's terminal height (as `cols`).
     pub rows: u16,
 }
 
@@ -58,36 +63,6 @@ pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
     state_dir.join("sock").join(format!("{name}.sock"))
 }
 
-/// The raw output of a job, for attached clients. Nothing is allocated until someone attaches.
-#[derive(Default)]
-pub(crate) struct Tap(Mutex<Option<broadcast::Sender<Arc<[u8]>>>>);
-
-/// Output batches an attached client may lag behind before it is sent the screen again.
-#[cfg_attr(not(unix), allow(dead_code))]
-const TAP_BATCHES: usize = 64;
-
-impl Tap {
-    /// Hands `bytes` to the attached clients, if any. Called with the job's state locked, right
-    /// after the bytes were fed to its terminal: a client that subscribed under the same lock
-    /// sees each byte either in its first screen or in the stream, never in both.
-    pub(crate) fn send(&self, bytes: &[u8]) {
-        let tap = lock(&self.0);
-        if let Some(tx) = tap.as_ref()
-            && tx.receiver_count() > 0
-        {
-            let _ = tx.send(Arc::from(bytes));
-        }
-    }
-
-    /// A receiver of the output from now on (call with the job's state locked).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<[u8]>> {
-        lock(&self.0)
-            .get_or_insert_with(|| broadcast::channel(TAP_BATCHES).0)
-            .subscribe()
-    }
-}
-
 /// The attach socket of a manager ([`JobManager::serve_attach`]); dropping it stops listening
 /// and removes the socket.
 ///
@@ -103,22 +78,29 @@ impl Tap {
 /// when a server starts listening; a server's own socket is removed when it stops
 /// ([`AttachServer`] dropped).
 ///
-/// # Protocol (version 1)
+/// # Protocol (version 2; version 1 is still served)
 /// 1. The client sends one line of JSON: [`AttachHello`], e.g.
-///    `{"version":1,"job_id":"…","cols":120,"rows":40}\n`.
+///    `{"version":2,"job_id":"…","cols":120,"rows":40}\n`.
 /// 2. The server answers one line of JSON: [`AttachReply`]. With `ok: false` (unknown job, a
 ///    job that is not running or not this server's, another uid, a bad hello) it closes.
 /// 3. Then raw bytes both ways, until either side closes:
 ///    - server → client: what the person's terminal should receive. First the job's screen
-///      now (clear, its rows, the cursor put where the job's is), then the job's output bytes
+///      now (clear, its rows with their colours and attributes, the cursor put where the
+///      job's is), then the job's output bytes
 ///      exactly as the job wrote them. When the job ends, a last line in brackets says so and
 ///      the server closes. A client too slow to keep up gets the screen again instead of the
 ///      bytes it missed.
-///    - client → server: keystrokes, written to the job's terminal as they are. The detach key
-///      is the client's business: it never sends it, it closes the connection.
+///    - client → server, version 2: frames (see `frames.rs`: a kind byte, a big-endian `u16`
+///      length, the payload): keystrokes, written to the job's terminal as they are, and the
+///      person's terminal size whenever it changes. Version 1: raw keystrokes only. The detach
+///      key is the client's business: it never sends it, it closes the connection.
 ///
-/// The job keeps its own terminal size (an agent may be reading its screen); the client's
-/// size in the hello is informative only.
+/// Size (version 2): the job's terminal takes the person's size at attach and at every resize
+/// (the job gets `SIGWINCH` and redraws for every viewer; with several people attached the
+/// latest size wins, and the others are sent the job's screen again at that size). When the
+/// last person leaves, the job gets back the size it had before the first one attached, unless
+/// someone else (an agent's `resize_job`) resized it meanwhile. Version 1 clients leave the
+/// job's size alone.
 #[derive(Debug)]
 pub struct AttachServer {
     path: PathBuf,

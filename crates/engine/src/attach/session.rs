@@ -9,12 +9,14 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufRead
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{broadcast, watch};
 
+use super::frames::{Decoder, Frame};
+use super::size::Viewer;
 use super::socket::{my_uid, peer_allowed};
 use super::{ATTACH_VERSION, AttachHello, AttachReply};
 use crate::error::Error;
 use crate::job::JobId;
-use crate::manager::{Inner, Job, JobManager, lock};
-use crate::terminal::ScreenSnapshot;
+use crate::manager::{Inner, Job, JobManager};
+use crate::sync::lock;
 
 /// Longest hello line.
 const HELLO_MAX: u64 = 4096;
@@ -100,7 +102,7 @@ async fn read_hello(
     }
     let hello: AttachHello =
         serde_json::from_slice(&line).map_err(|e| format!("bad hello: {e}"))?;
-    if hello.version != ATTACH_VERSION {
+    if !(1..=ATTACH_VERSION).contains(&hello.version) {
         return Err(format!(
             "protocol version {} is not supported (this server speaks {ATTACH_VERSION})",
             hello.version
@@ -122,31 +124,61 @@ fn find(jobs: &JobManager, hello: &AttachHello) -> Result<Arc<Job>, String> {
     })
 }
 
-/// Clear the person's screen and draw the job's rows, the cursor where the job's is.
-fn render(s: &ScreenSnapshot) -> Vec<u8> {
-    let mut out = b"\x1b[0m\x1b[H\x1b[2J".to_vec();
-    for (i, row) in s.rows.iter().enumerate() {
-        if i > 0 {
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(row.as_bytes());
-    }
-    out.extend_from_slice(format!("\x1b[{};{}H", s.cursor_row + 1, s.cursor_col + 1).as_bytes());
-    out
-}
+/// A receiver of the job's raw output.
+type Output = broadcast::Receiver<Arc<[u8]>>;
 
-/// The job's screen now and a receiver of every byte after it (taken under one lock).
-fn screen_and_tap(job: &Job) -> Option<(ScreenSnapshot, broadcast::Receiver<Arc<[u8]>>)> {
-    let s = lock(&job.state);
+/// The job's screen now, drawn with its colours and attributes, and a receiver of every byte
+/// after it (taken under one lock).
+fn formatted_screen_and_tap(job: &Job) -> Option<(Vec<u8>, Output)> {
+    let mut s = lock(&job.state);
     if s.status.is_final() {
         return None;
     }
-    Some((s.term.screen(), job.tap.subscribe()))
+    Some((s.term.screen_formatted(), job.tap.subscribe()))
+}
+
+/// Acts on every complete frame a version 2 client sent: keys to the job, resizes to the
+/// job's terminal. False when the session must end (a bad frame, the job gone).
+async fn serve_frames(
+    jobs: &JobManager,
+    job: &Job,
+    frames: &mut Decoder,
+    viewer: Option<&Viewer>,
+) -> bool {
+    loop {
+        match frames.next_frame() {
+            Ok(None) => return true,
+            Ok(Some(Frame::Keys(keys))) => {
+                if jobs.write_all(job.id, &keys, WRITE_DEADLINE).await.is_err() {
+                    return false;
+                }
+            }
+            Ok(Some(Frame::Resize(cols, rows))) => {
+                if let Some(viewer) = viewer {
+                    viewer.resize(cols, rows);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(job = %job.id, "attach: {e}");
+                return false;
+            }
+        }
+    }
+}
+
+/// When another person's resize changed the job's size (never without a viewer).
+async fn resized_by_another(viewer: Option<&mut Viewer>) {
+    match viewer {
+        Some(v) => v.resized_by_another().await,
+        None => std::future::pending().await,
+    }
 }
 
 enum Step {
     Output(Arc<[u8]>),
     Lagged,
+    /// Another person's resize changed the job's size.
+    Resized,
     Keys(usize),
     Detached,
     Ended,
@@ -162,11 +194,19 @@ async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
         return refuse(rd, &mut wr, why).await;
     }
     let mut rd = BufReader::new(rd);
-    let job = match read_hello(&mut rd).await.and_then(|h| find(&jobs, &h)) {
-        Ok(job) => job,
+    let (hello, job) = match read_hello(&mut rd)
+        .await
+        .and_then(|h| find(&jobs, &h).map(|job| (h, job)))
+    {
+        Ok(found) => found,
         Err(why) => return refuse(rd, &mut wr, why).await,
     };
-    let Some((screen, mut tap)) = screen_and_tap(&job) else {
+    // Version 2: the job takes the person's size for as long as they are attached (and gets
+    // its own back when the last person leaves: the viewer's drop, on every way out).
+    let framed = hello.version >= 2;
+    let mut viewer = framed.then(|| Viewer::attach(&jobs, job.id, Some((hello.cols, hello.rows))));
+    let mut frames = Decoder::default();
+    let Some((screen, mut tap)) = formatted_screen_and_tap(&job) else {
         return refuse(rd, &mut wr, format!("job {} is not running", job.id)).await;
     };
     let size = lock(&job.state).size;
@@ -176,7 +216,7 @@ async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
         size: Some(size),
     };
     reply(&mut wr, &ok).await?;
-    wr.write_all(&render(&screen)).await?;
+    wr.write_all(&screen).await?;
     tracing::info!(job = %job.id, "a person attached");
     let mut done = job.done.subscribe();
     let mut keys = vec![0u8; 4096];
@@ -192,23 +232,31 @@ async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
                 n => Step::Keys(n),
             },
             _ = done.wait_for(|d| *d) => Step::Ended,
+            () = resized_by_another(viewer.as_mut()) => Step::Resized,
         };
         match step {
             Step::Output(bytes) => wr.write_all(&bytes).await?,
-            Step::Lagged => {
-                // Too slow for the stream: start again from the screen.
-                let Some((screen, fresh)) = screen_and_tap(&job) else {
+            Step::Lagged | Step::Resized => {
+                // Too slow for the stream, or another person resized the job (its screen has
+                // a new size): start again from the screen.
+                let Some((screen, fresh)) = formatted_screen_and_tap(&job) else {
                     break;
                 };
                 tap = fresh;
-                wr.write_all(&render(&screen)).await?;
+                wr.write_all(&screen).await?;
             }
-            Step::Keys(n) => {
+            Step::Keys(n) if !framed => {
                 if jobs
                     .write_all(job.id, &keys[..n], WRITE_DEADLINE)
                     .await
                     .is_err()
                 {
+                    break;
+                }
+            }
+            Step::Keys(n) => {
+                frames.push(&keys[..n]);
+                if !serve_frames(&jobs, &job, &mut frames, viewer.as_ref()).await {
                     break;
                 }
             }

@@ -186,17 +186,10 @@ impl<T> Entry<T> {
 mod tests {
     use super::*;
     use crate::job::JobId;
-    use crate::store::ProcessRef;
 
     /// A recorded job whose leader is not in any look: nothing of it is ever signalled.
     fn gone() -> Target {
-        Target::recorded(
-            JobId::new(),
-            ProcessRef {
-                pid: u32::MAX - 1,
-                start_ticks: Some(1),
-            },
-        )
+        Target::recorded(JobId::new(), u32::MAX - 1, Some(1))
     }
 
     #[test]

@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 use super::batch::{Batch, ROUND};
 use super::{Ended, Target};
-use crate::manager::lock;
+use crate::sync::lock;
 
 /// Requests not yet taken by the killer, and whether its thread is running.
 struct Queue {
@@ -42,7 +42,7 @@ static QUEUE: Mutex<Queue> = Mutex::new(Queue {
 
 /// Asks the killer to end `targets` with `sig` (SIGKILL after `grace`); each receiver gets its
 /// target's result when its sequence is over. Does not block.
-pub(super) fn submit(
+pub(crate) fn submit(
     targets: Vec<Target>,
     sig: i32,
     grace: Duration,

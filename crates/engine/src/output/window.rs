@@ -155,6 +155,70 @@ pub(crate) fn read_window(
     })
 }
 
+/// Where a read of a transcript starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// At this absolute line (by default the first line still held).
+    Offset(Option<u64>),
+    /// This many lines before the end (a tail: never reported `truncated`).
+    Last(usize),
+}
+
+/// One read of a transcript, planned where its lines are found: lines `first..disk_to` of the
+/// job's disk log, then the lines `held` copied from memory (or from a saved screen), with
+/// the counts the answer carries. Built by the live and the stored side alike, read by
+/// [`Plan::finish`] once the disk (if any) has been read: one splice for every read.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// The line the caller asked for (clamped to the transcript's end).
+    pub(crate) requested: u64,
+    /// The first line read.
+    pub(crate) first: u64,
+    /// The end of the part read from the disk log (`first` when none is).
+    pub(crate) disk_to: u64,
+    /// The lines read from memory, after the disk's.
+    pub(crate) held: Captured,
+    /// Whether this is a tail (never `truncated`).
+    pub(crate) tail: bool,
+    /// Lines of the whole transcript.
+    pub(crate) total_lines: u64,
+    /// Lines no longer held in memory.
+    pub(crate) dropped_lines: u64,
+    /// Lines below which every line is final.
+    pub(crate) final_lines: u64,
+    /// The job's status at the moment of the plan.
+    pub(crate) status: crate::job::JobStatus,
+}
+
+impl Plan {
+    /// The answer to the planned read, given the window read over its runs.
+    pub(crate) fn finish(self, window: Window) -> super::OutputSlice {
+        let next_offset = self.first + window.line_count;
+        super::OutputSlice {
+            bytes: window.output.len() as u64,
+            output: window.output,
+            first_line: self.first,
+            line_count: window.line_count,
+            next_offset,
+            total_lines: self.total_lines,
+            dropped_lines: self.dropped_lines,
+            final_lines: self.final_lines,
+            truncated: !self.tail
+                && (self.first > self.requested || next_offset < self.total_lines),
+            omitted_lines: window.omitted_lines,
+            omitted_bytes: window.omitted_bytes,
+            omitted_from: window.omitted_from,
+            status: self.status,
+        }
+    }
+
+    /// Reads a plan with no disk part (a job without a state directory).
+    pub(crate) fn read_held(mut self, max_bytes: usize) -> io::Result<super::OutputSlice> {
+        let window = read_window(&mut [&mut self.held], self.first, max_bytes)?;
+        Ok(self.finish(window))
+    }
+}
+
 /// The largest index `<= i` that is a character boundary of `s`.
 pub(crate) fn floor_boundary(s: &str, mut i: usize) -> usize {
     if i >= s.len() {

@@ -168,7 +168,7 @@ impl ServerRef {
     fn is_alive(&self) -> bool {
         // Our own process needs no look at /proc: its pid cannot have been reused.
         if self.process.pid == std::process::id() {
-            crate::manager::lock(&OPEN_HERE).contains(&self.instance)
+            crate::sync::lock(&OPEN_HERE).contains(&self.instance)
         } else {
             self.process.is_alive()
         }
@@ -177,11 +177,11 @@ impl ServerRef {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if let Some(spare) = crate::manager::lock(&self.spare).take() {
+        if let Some(spare) = crate::sync::lock(&self.spare).take() {
             let _ = self.jobs.remove_tree(&spare.id.to_string());
         }
         if let Some(me) = &self.server {
-            crate::manager::lock(&OPEN_HERE).retain(|i| *i != me.instance);
+            crate::sync::lock(&OPEN_HERE).retain(|i| *i != me.instance);
         }
     }
 }
@@ -218,7 +218,7 @@ impl Store {
             instance: uuid::Uuid::new_v4().to_string(),
             process: ProcessRef::current(),
         };
-        crate::manager::lock(&OPEN_HERE).push(server.instance.clone());
+        crate::sync::lock(&OPEN_HERE).push(server.instance.clone());
         let store = Self {
             server: Some(server),
             cfg,
@@ -370,7 +370,7 @@ impl Store {
         cache: bool,
     ) -> Result<StoredJob> {
         let dir = self.job_path(id);
-        let cached = crate::manager::lock(&self.finals).get(&id).cloned();
+        let cached = crate::sync::lock(&self.finals).get(&id).cloned();
         if let Some(record) = cached {
             // A final record never changes; it only goes away.
             if self.job_dir(id).is_ok_and(|d| d.exists(META)) {
@@ -384,7 +384,7 @@ impl Store {
                     orphaned: false,
                 });
             }
-            crate::manager::lock(&self.finals).remove(&id);
+            crate::sync::lock(&self.finals).remove(&id);
             return Err(Error::JobNotFound(id));
         }
         let text = match self
@@ -426,7 +426,7 @@ impl Store {
             record.orphaned(last_seen);
         }
         if cache && record.status.is_final() && !orphaned {
-            crate::manager::lock(&self.finals).insert(id, record.clone());
+            crate::sync::lock(&self.finals).insert(id, record.clone());
         }
         Ok(StoredJob {
             record,
@@ -502,7 +502,7 @@ impl Store {
 
     /// Kills a job for the CLI through the engine's one kill path: leaves a kill request (so
     /// its server records `killed`), then TERM, the grace (capped by
-    /// [`crate::MAX_KILL_GRACE`]), KILL, each only to processes proven to be the job's. A
+    /// [`kill::MAX_KILL_GRACE`]), KILL, each only to processes proven to be the job's. A
     /// record that is not `running` on disk is never acted on. A job whose server is gone is
     /// ended the same way and its record rewritten as `killed`.
     ///
@@ -520,11 +520,11 @@ impl Store {
         if let Err(e) = self.leave_kill_request(id) {
             tracing::warn!("cannot leave a kill request for job {id}: {e}");
         }
-        let target = Target::recorded(id, r.process);
+        let target = Target::recorded(id, r.process.pid, r.process.start_ticks);
         let ended = kill::end(
-            &[target],
+            std::slice::from_ref(&target),
             Signal::TERM.number(),
-            grace.min(crate::MAX_KILL_GRACE),
+            grace.min(kill::MAX_KILL_GRACE),
         )
         .pop()
         .unwrap_or_default();
@@ -535,6 +535,11 @@ impl Store {
             }
         }
         if !ended.signalled {
+            // Gone, or not provable here? The answer says which.
+            let procs = crate::procs::since(std::time::Instant::now());
+            if let Some(reason) = kill::why_unproven(&target, &procs, kill::Proofs::HOST) {
+                return Err(Error::Unproven { id, reason });
+            }
             return Err(Error::NotRunning {
                 id,
                 status: r.status,

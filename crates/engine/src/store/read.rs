@@ -10,7 +10,7 @@ use super::{LOG, MAX_RECORD_BYTES, SCREEN, SavedScreen, Store, StoredJob};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::output::OutputSlice;
-use crate::output::window::{Captured, LineRun, read_window};
+use crate::output::window::{Captured, LineRun, Plan, Start, read_window};
 use crate::terminal::ScreenSnapshot;
 
 impl Store {
@@ -25,7 +25,7 @@ impl Store {
     /// [`Error::Io`] when the log cannot be read.
     pub fn log_lines(&self, id: JobId) -> Result<u64> {
         let file = self.open_log(id)?;
-        let mut indexes = crate::manager::lock(&self.indexes);
+        let mut indexes = crate::sync::lock(&self.indexes);
         Ok(indexes.entry(id).or_default().update(&file)?)
     }
 
@@ -40,7 +40,7 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),
         };
-        let mut indexes = crate::manager::lock(&self.indexes);
+        let mut indexes = crate::sync::lock(&self.indexes);
         let index = indexes.entry(id).or_default();
         index.update(&file)?;
         Ok(index.read(&file, from, limit)?)
@@ -59,7 +59,7 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e.into()),
         };
-        let mut indexes = crate::manager::lock(&self.indexes);
+        let mut indexes = crate::sync::lock(&self.indexes);
         let index = indexes.entry(id).or_default();
         match &file {
             Some(file) => {
@@ -129,26 +129,30 @@ impl Store {
         limit: Option<usize>,
         max_bytes: usize,
     ) -> Result<OutputSlice> {
-        let id = job.record.id;
-        let log_lines = self.log_len(id)?;
+        let plan = self.plan(job, Start::Offset(offset), limit)?;
+        self.read_plan(job.record.id, plan, max_bytes)
+    }
+
+    /// Plans a read of a stored job's transcript (see [`Plan`]): the log's lines, then those
+    /// of its saved screen the log has not taken.
+    pub(crate) fn plan(&self, job: &StoredJob, start: Start, limit: Option<usize>) -> Result<Plan> {
+        let log_lines = self.log_len(job.record.id)?;
         let screen = self.screen_after_log(job, log_lines);
         let end = log_lines + screen.len() as u64;
-        let requested = offset.unwrap_or(0).min(end);
+        let requested = match start {
+            Start::Offset(offset) => offset.unwrap_or(0).min(end),
+            Start::Last(n) => end.saturating_sub(n as u64),
+        };
         let available = end - requested;
-        let count = limit.map_or(available, |l| (l as u64).min(available));
-        let to = requested + count;
+        let to = requested + limit.map_or(available, |l| (l as u64).min(available));
         let skip = usize::try_from(requested.saturating_sub(log_lines)).unwrap_or(usize::MAX);
         let take = usize::try_from(to.saturating_sub(log_lines.max(requested))).unwrap_or(0);
-        let mut screen = Captured::of_lines(screen.into_iter().skip(skip).take(take).collect());
-        let window = self.with_log_run(id, requested, to.min(log_lines), |log| {
-            read_window(&mut [log, &mut screen], requested, max_bytes)
-        })?;
-        Ok(OutputSlice {
-            bytes: window.output.len() as u64,
-            output: window.output,
-            first_line: requested,
-            line_count: window.line_count,
-            next_offset: requested + window.line_count,
+        Ok(Plan {
+            requested,
+            first: requested,
+            disk_to: to.min(log_lines),
+            held: Captured::of_lines(screen.into_iter().skip(skip).take(take).collect()),
+            tail: matches!(start, Start::Last(_)),
             total_lines: end,
             dropped_lines: 0,
             final_lines: if job.record.status.is_final() {
@@ -156,12 +160,26 @@ impl Store {
             } else {
                 log_lines
             },
-            truncated: count < available,
-            omitted_lines: window.omitted_lines,
-            omitted_bytes: window.omitted_bytes,
-            omitted_from: window.omitted_from,
             status: job.record.status,
         })
+    }
+
+    /// Reads a planned read of job `id`: its log's part, then its held lines, within
+    /// `max_bytes` (see [`crate::output::window`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub(crate) fn read_plan(&self, id: JobId, plan: Plan, max_bytes: usize) -> Result<OutputSlice> {
+        if plan.disk_to <= plan.first {
+            return Ok(plan.read_held(max_bytes)?);
+        }
+        let (first, disk_to) = (plan.first, plan.disk_to);
+        let mut plan = plan;
+        let held = &mut plan.held;
+        let window = self.with_log_run(id, first, disk_to, |log| {
+            read_window(&mut [log, held], first, max_bytes)
+        })?;
+        Ok(plan.finish(window))
     }
 
     /// The last `n` lines of a stored job's transcript.
@@ -177,9 +195,8 @@ impl Store {
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
     pub fn tail_within(&self, job: &StoredJob, n: usize, max_bytes: usize) -> Result<OutputSlice> {
-        let log_lines = self.log_len(job.record.id)?;
-        let total = log_lines + self.screen_after_log(job, log_lines).len() as u64;
-        self.output_within(job, Some(total.saturating_sub(n as u64)), None, max_bytes)
+        let plan = self.plan(job, Start::Last(n), None)?;
+        self.read_plan(job.record.id, plan, max_bytes)
     }
 
     /// Calls `f` with each line of a stored job's transcript from `from` on, numbered, until it
@@ -205,7 +222,7 @@ impl Store {
             // The index is updated under the lock, then cloned-free: the walk itself holds
             // no lock (a search over a large log must not stall other reads).
             let index = {
-                let mut indexes = crate::manager::lock(&self.indexes);
+                let mut indexes = crate::sync::lock(&self.indexes);
                 let index = indexes.entry(id).or_default();
                 index.update(file)?;
                 index.clone()

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::owner::ProcessRef;
+use crate::job::InputWait;
 use crate::job::{JobId, JobInfo, JobStatus};
 use crate::terminal::ScreenSnapshot;
 
@@ -61,11 +62,16 @@ pub struct JobRecord {
     pub log_truncated: bool,
     /// The final screen, once final.
     pub screen: Option<ScreenSnapshot>,
+    /// Set while the running job waits for input, as its server last wrote it (at most about
+    /// a second behind the job: see the input watch's pacing). Absent in records written
+    /// before it existed, and never set on a final record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<InputWait>,
 }
 
 impl JobRecord {
     /// The record of `info`, owned by `server`; `start_ticks` is the start time of its shell
-    /// as read right after the spawn (see [`crate::kill::Leader`]).
+    /// as read right after the spawn (see [`crate::sys::Leader`]).
     pub(crate) fn new(
         info: &JobInfo,
         start_ticks: Option<u64>,
@@ -94,6 +100,7 @@ impl JobRecord {
             server,
             log_truncated: false,
             screen: None,
+            input: None,
         }
     }
 
@@ -110,6 +117,9 @@ impl JobRecord {
         };
         self.reason = info.reason.clone();
         self.size = info.size;
+        if info.status.is_final() {
+            self.input = None;
+        }
     }
 
     /// The record as the `JobInfo` callers see; `this_server` says whether the reader owns it.
@@ -133,7 +143,9 @@ impl JobRecord {
             reason: self.reason.clone(),
             size: self.size,
             this_server,
-            input: None,
+            input: (!self.status.is_final())
+                .then(|| self.input.clone())
+                .flatten(),
         }
     }
 
@@ -143,6 +155,7 @@ impl JobRecord {
         let end = last_seen.max(self.started);
         self.status = JobStatus::Killed;
         self.reason = Some("server stopped".into());
+        self.input = None;
         self.duration_ms = u64::try_from((end - self.started).num_milliseconds()).unwrap_or(0);
         self.finished = Some(end);
     }

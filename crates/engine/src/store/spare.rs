@@ -41,7 +41,7 @@ impl Store {
     /// Takes the job directory made ahead of time, if there is one: its id becomes the new
     /// job's, its log the job's log.
     pub(crate) fn take_spare(&self) -> Option<Spare> {
-        let spare = crate::manager::lock(&self.spare).take()?;
+        let spare = crate::sync::lock(&self.spare).take()?;
         // Another server's sweep removes spares that waited over an hour.
         let ours = self.jobs.meta(&spare.id.to_string()).ok()?;
         let held = spare.dir.meta_self().ok()?;
@@ -55,7 +55,7 @@ impl Store {
         use std::sync::atomic::Ordering;
         // Checked before the flag is taken, so the flag is held only while no spare is ready
         // (and a job can take none): a caller skipped below leaves the spare to be made.
-        if crate::manager::lock(&self.spare).is_some() {
+        if crate::sync::lock(&self.spare).is_some() {
             return;
         }
         if self
@@ -73,7 +73,7 @@ impl Store {
     /// [`Self::prepare_spare`]'s work, by its one caller at a time.
     fn make_spare(&self) {
         // A spare made by the flag's previous holder since the check.
-        if crate::manager::lock(&self.spare).is_some() {
+        if crate::sync::lock(&self.spare).is_some() {
             return;
         }
         let id = JobId::new();
@@ -86,7 +86,7 @@ impl Store {
         });
         match made {
             Ok(made) => {
-                let mut spare = crate::manager::lock(&self.spare);
+                let mut spare = crate::sync::lock(&self.spare);
                 match *spare {
                     None => *spare = Some(made),
                     // Not reached while the flag is held; kept so a spare is never lost.

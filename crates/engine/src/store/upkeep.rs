@@ -82,7 +82,7 @@ impl Store {
         };
         let ids: Vec<JobId> = names.iter().filter_map(|(n, _)| n.parse().ok()).collect();
         let present: HashSet<JobId> = ids.iter().copied().collect();
-        let mut settled = std::mem::take(&mut *crate::manager::lock(&self.settled));
+        let mut settled = std::mem::take(&mut *crate::sync::lock(&self.settled));
         // Jobs removed by anyone since the last scan are forgotten.
         settled.retain(|id, _| present.contains(id));
         let mut jobs = Vec::with_capacity(ids.len());
@@ -137,7 +137,7 @@ impl Store {
             });
         });
         // Removals that ran meanwhile (`remove_dir`) are kept: what they took is gone.
-        let mut kept = crate::manager::lock(&self.settled);
+        let mut kept = crate::sync::lock(&self.settled);
         for (id, s) in settled {
             if self.jobs.exists(&id.to_string()) {
                 kept.entry(id).or_insert(s);
@@ -163,7 +163,7 @@ impl Store {
         }
         let targets: Vec<Target> = orphans
             .iter()
-            .map(|r| Target::recorded(r.id, r.process))
+            .map(|r| Target::recorded(r.id, r.process.pid, r.process.start_ticks))
             .collect();
         kill::end(&targets, crate::sys::sig::SIGKILL, Duration::ZERO);
         for record in orphans {
@@ -175,7 +175,7 @@ impl Store {
 
     /// Gives back a spare taken for a job that did not start.
     pub(crate) fn put_back_spare(&self, spare: Spare) {
-        let mut slot = crate::manager::lock(&self.spare);
+        let mut slot = crate::sync::lock(&self.spare);
         if slot.is_none() {
             *slot = Some(spare);
         } else {
@@ -202,9 +202,9 @@ impl Store {
     /// Removes a job's directory, never through a link (one in its place is unlinked itself).
     fn remove_dir(&self, id: JobId) -> std::io::Result<u64> {
         let size = self.job_size(id);
-        crate::manager::lock(&self.indexes).remove(&id);
-        crate::manager::lock(&self.finals).remove(&id);
-        crate::manager::lock(&self.settled).remove(&id);
+        crate::sync::lock(&self.indexes).remove(&id);
+        crate::sync::lock(&self.finals).remove(&id);
+        crate::sync::lock(&self.settled).remove(&id);
         // Remove the record first: a directory without one is invisible to every reader.
         if let Ok(dir) = self.job_dir(id) {
             dir.remove_file(META)?;

@@ -12,8 +12,17 @@
 //! the job's [`crate::pipeline::Lane`], shared by every platform.
 
 mod dir;
+/// Whether this platform's process table can be read (pids, sessions, start times): Linux
+/// `/proc`, macOS libproc.
+pub(crate) const PROCESS_TABLE: bool = cfg!(any(target_os = "linux", target_os = "macos"));
+/// Whether job markers (`PTYJOBS_JOB_ID` in a process's environment) can be read (Linux only).
+pub(crate) const JOB_MARKERS: bool = cfg!(target_os = "linux");
+
+mod leader;
+pub(crate) use leader::Leader;
 pub(crate) mod proc_info;
 pub(crate) mod spawn_spec;
+
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

@@ -1,6 +1,8 @@
 //! Shared helpers of the engine integration tests.
 #![allow(dead_code)]
 
+pub mod streams;
+
 use std::time::{Duration, Instant};
 
 use ptyjobs_engine::{EngineConfig, JobId, JobInfo, JobManager, JobSpec};

@@ -17,7 +17,10 @@ use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 use nix::sys::termios::{SetArg, Termios, cfmakeraw, tcgetattr, tcsetattr};
-use ptyjobs_engine::{ATTACH_VERSION, AttachHello, AttachReply, Store, attach_socket_path};
+use ptyjobs_engine::{
+    ATTACH_VERSION, AttachHello, AttachReply, Store, attach_keys_frame, attach_resize_frame,
+    attach_socket_path,
+};
 
 use super::{CmdResult, Failure};
 
@@ -33,6 +36,25 @@ static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+}
+
+/// Set by SIGWINCH: the person's terminal changed size; the job is told at the next turn.
+static WINCH: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_winch(_: libc::c_int) {
+    WINCH.store(true, Ordering::SeqCst);
+}
+
+/// Catches SIGWINCH (without `SA_RESTART`, like [`catch_signals`]) so that a resize of the
+/// person's terminal reaches the job.
+fn catch_resizes() {
+    let action = SigAction::new(
+        SigHandler::Handler(on_winch),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    let _ = unsafe { sigaction(Signal::SIGWINCH, &action) };
 }
 
 /// Catches the signals that would end the command, without `SA_RESTART`: the poll returns
@@ -141,8 +163,9 @@ pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
     let path = attach_socket_path(&store.config().dir, &record.server.instance);
     let mut sock = UnixStream::connect(&path).map_err(|e| {
         Failure::msg(format!(
-            "cannot reach the server of job {id} at {}: {e} (a Node.js manager, a server of a \
-             version without attach, or one that cannot listen there has no socket)",
+            "cannot reach the server of job {id} at {}: {e} (a Node.js manager closed or of a \
+             version without attach, such a server, or one that cannot listen there has no \
+             socket)",
             path.display()
         ))
     })?;
@@ -166,6 +189,7 @@ pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
         ));
     }
     catch_signals();
+    catch_resizes();
     let end = {
         let _raw = RawMode::enter(input)?;
         // After raw mode: what the person types from now on goes to the job as typed.
@@ -196,6 +220,12 @@ fn pump(sock: &mut UnixStream, input: BorrowedFd<'_>) -> Result<End, Failure> {
     loop {
         if STOP.load(Ordering::SeqCst) {
             return Ok(End::Detached);
+        }
+        if WINCH.swap(false, Ordering::SeqCst) {
+            let (cols, rows) = size_of(input);
+            if sock.write_all(&attach_resize_frame(cols, rows)).is_err() {
+                return Ok(End::Closed);
+            }
         }
         let (sock_ready, input_ready) = {
             let mut fds = [
@@ -238,7 +268,7 @@ fn pump(sock: &mut UnixStream, input: BorrowedFd<'_>) -> Result<End, Failure> {
                 Some(at) => (&keys[..at], true),
                 None => (keys, false),
             };
-            if !send.is_empty() && sock.write_all(send).is_err() {
+            if !send.is_empty() && sock.write_all(&attach_keys_frame(send)).is_err() {
                 return Ok(End::Closed);
             }
             if detach {

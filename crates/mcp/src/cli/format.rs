@@ -1,24 +1,19 @@
 //! Text for people: local times, durations, sizes, and fields fitted on one line.
 
-use chrono::{DateTime, FixedOffset, Offset, Utc};
+use chrono::{DateTime, Local, Utc};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-/// The local time zone's offset at `t` (from `TZ` or `/etc/localtime`); UTC when unknown.
-fn local_offset(t: DateTime<Utc>) -> FixedOffset {
-    crate::platform::local_offset(t.timestamp())
-        .and_then(FixedOffset::east_opt)
-        .unwrap_or_else(|| Utc.fix())
-}
-
-/// `t` in local time to the second, as `2026-11-22 05:31:02`.
+/// `t` in local time to the second, as `2026-11-22 05:31:02`. Local is chrono's: `TZ` or
+/// `/etc/localtime` on Unix, the system's zone on Windows; UTC when neither is known.
 pub(crate) fn local_time(t: DateTime<Utc>) -> String {
-    t.with_timezone(&local_offset(t))
+    t.with_timezone(&Local)
         .format("%Y-%m-%d %H:%M:%S")
         .to_string()
 }
 
 /// `t` in local time with its offset, as `2026-11-22 05:31:02 +01:00`.
 pub(crate) fn local_time_zoned(t: DateTime<Utc>) -> String {
-    t.with_timezone(&local_offset(t))
+    t.with_timezone(&Local)
         .format("%Y-%m-%d %H:%M:%S %:z")
         .to_string()
 }
@@ -113,22 +108,44 @@ pub(crate) fn json_safe(json: &str) -> String {
     out
 }
 
-/// `s` cut to at most `width` characters, an ellipsis marking the cut.
+/// A wait for input for people: `waiting for input: "Name? "`, with `(echo off)` when what is
+/// typed is not shown (a password).
+pub(crate) fn waiting(wait: &ptyjobs_engine::InputWait) -> String {
+    let echo = if wait.echo { "" } else { " (echo off)" };
+    format!("waiting for input{echo}: \"{}\"", one_line(&wait.prompt))
+}
+
+/// The columns `s` takes on a terminal: two for a wide (CJK, most emoji) character, none for a
+/// combining one (Unicode's East Asian Width, as terminals draw it).
+pub(crate) fn width(s: &str) -> usize {
+    s.width()
+}
+
+/// `s` cut to at most `width` columns, an ellipsis (one column) marking the cut.
 pub(crate) fn truncate(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
+    if s.width() <= width {
         return s.to_owned();
     }
-    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    let room = width.saturating_sub(1);
+    let mut t = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        t.push(c);
+    }
     if width > 0 {
         t.push('…');
     }
     t
 }
 
-/// `s` padded with spaces to `width` characters.
+/// `s` padded with spaces to `width` columns.
 pub(crate) fn pad(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    format!("{s}{}", " ".repeat(width.saturating_sub(n)))
+    format!("{s}{}", " ".repeat(width.saturating_sub(s.width())))
 }
 
 #[cfg(test)]
@@ -148,6 +165,12 @@ mod tests {
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(truncate("abc", 4), "abc");
         assert_eq!(pad("ab", 4), "ab  ");
+        // Wide characters take two columns: padded and cut by columns, not characters.
+        assert_eq!(width("构建"), 4);
+        assert_eq!(pad("构建", 6), "构建  ");
+        assert_eq!(truncate("构建服务器", 6), "构建…");
+        assert_eq!(truncate("构建服务器", 10), "构建服务器");
+        assert_eq!(pad("e\u{301}", 2), "e\u{301} ");
         assert_eq!(one_line("a\nb\t\u{1b}[31m"), "a b  [31m");
         assert_eq!(one_line("ab\u{202e}cd\u{2066}e\u{9b}f"), "abcde f");
         assert_eq!(output_line("a\tb\u{202e}c", false), "a\tb\u{202e}c");

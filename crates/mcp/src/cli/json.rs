@@ -2,7 +2,7 @@
 //! record on disk; times are RFC 3339 in UTC; absent values are `null`, never left out.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use ptyjobs_engine::StoredJob;
+use ptyjobs_engine::{InputWait, StoredJob};
 use serde::Serialize;
 
 /// One job as `list --json` and `status --json` print it.
@@ -34,6 +34,10 @@ pub(crate) struct JobJson {
     pub server_pid: u32,
     /// Whether the disk log reached its cap (its last line then says so).
     pub log_truncated: bool,
+    /// Set while the running job waits for input: `echo` (false while a password is typed),
+    /// `prompt` (the text before the cursor) and `pid` (the process that waits). As its server
+    /// last wrote it: at most about a second behind the job.
+    pub input: Option<InputWait>,
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -61,6 +65,7 @@ impl From<&StoredJob> for JobJson {
             owner_alive: job.owner_alive,
             server_pid: r.server.process.pid,
             log_truncated: r.log_truncated,
+            input: info.input,
         }
     }
 }

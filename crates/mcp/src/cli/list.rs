@@ -4,7 +4,7 @@ use std::io::Write;
 
 use ptyjobs_engine::{JobStatus, Store, StoredJob};
 
-use super::format::{duration, json_safe, local_time, one_line, pad, truncate};
+use super::format::{duration, json_safe, local_time, one_line, pad, truncate, width};
 use super::json::JobJson;
 use super::out::Out;
 use super::{CmdResult, Failure};
@@ -44,11 +44,16 @@ pub(crate) fn run(store: &Store, status: Option<&str>, json: bool) -> CmdResult 
     Ok(())
 }
 
+/// What the STATUS cell of a running job that waits for input says.
+const WAITING: &str = "waiting for input";
+
 /// One table row, as plain text (colour is added when printing).
 struct Row {
     id: String,
     name: String,
     status: JobStatus,
+    /// The running job waits for input: the STATUS cell says [`WAITING`] instead of `running`.
+    waiting: bool,
     exit: String,
     started: String,
     duration: String,
@@ -67,10 +72,21 @@ impl Row {
             id: info.id.to_string().chars().take(8).collect(),
             name: truncate(&one_line(info.name.as_deref().unwrap_or("-")), NAME_MAX),
             status: info.status,
+            waiting: info.input.is_some(),
             exit,
             started: local_time(info.started),
             duration: duration(info.duration_ms),
             command: one_line(&info.command),
+        }
+    }
+}
+
+impl Row {
+    fn status(&self) -> &str {
+        if self.waiting {
+            WAITING
+        } else {
+            self.status.as_str()
         }
     }
 }
@@ -81,20 +97,20 @@ const HEADERS: [&str; 7] = [
 
 fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
     let rows: Vec<Row> = jobs.iter().map(Row::of).collect();
-    let width = |header: &str, cell: fn(&Row) -> &str| {
+    let column = |header: &str, cell: fn(&Row) -> &str| {
         rows.iter()
-            .map(|r| cell(r).chars().count())
+            .map(|r| width(cell(r)))
             .chain([header.len()])
             .max()
             .unwrap_or(0)
     };
     let widths = [
         8,
-        width(HEADERS[1], |r| &r.name),
-        width(HEADERS[2], |r| r.status.as_str()),
-        width(HEADERS[3], |r| &r.exit),
-        width(HEADERS[4], |r| &r.started),
-        width(HEADERS[5], |r| &r.duration),
+        column(HEADERS[1], |r| &r.name),
+        column(HEADERS[2], Row::status),
+        column(HEADERS[3], |r| &r.exit),
+        column(HEADERS[4], |r| &r.started),
+        column(HEADERS[5], |r| &r.duration),
     ];
     // Two spaces between columns; the command takes what is left of the terminal.
     let used: usize = widths.iter().map(|w| w + 2).sum();
@@ -109,9 +125,14 @@ fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
     header.push_str(HEADERS[6]);
     out.line(&header)?;
     for r in &rows {
-        let status = pad(r.status.as_str(), widths[2]);
+        let status = pad(r.status(), widths[2]);
         let status = if colour {
-            format!("\x1b[{}m{status}\x1b[0m", colour_code(r.status))
+            let style = if r.waiting {
+                anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Magenta.into()))
+            } else {
+                style(r.status)
+            };
+            format!("{style}{status}{style:#}")
         } else {
             status
         };
@@ -129,12 +150,13 @@ fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The SGR colour of a status.
-fn colour_code(status: JobStatus) -> &'static str {
-    match status {
-        JobStatus::Running => "36",   // cyan
-        JobStatus::Completed => "32", // green
-        JobStatus::Failed => "31",    // red
-        JobStatus::Killed => "33",    // yellow
-    }
+/// The colour of a status.
+fn style(status: JobStatus) -> anstyle::Style {
+    let colour = match status {
+        JobStatus::Running => anstyle::AnsiColor::Cyan,
+        JobStatus::Completed => anstyle::AnsiColor::Green,
+        JobStatus::Failed => anstyle::AnsiColor::Red,
+        JobStatus::Killed => anstyle::AnsiColor::Yellow,
+    };
+    anstyle::Style::new().fg_color(Some(colour.into()))
 }

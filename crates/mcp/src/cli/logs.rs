@@ -93,49 +93,38 @@ fn print_log(store: &Store, id: JobId, from: u64, end: u64, out: &mut Out) -> Re
     Ok(at)
 }
 
-/// `--follow` on a running job: polls the record, the log and the saved screen every [`POLL`].
+/// `--follow` on a running job: the engine's [`Store::follow`] hands out the final lines (and,
+/// once the job has ended or its server died, the rest), looked at every [`POLL`].
 ///
-/// Lines print as soon as they are known complete: final ones from the log, and, when the job
-/// goes quiet, those above the cursor on its saved screen (a server's "listening on :3000"
-/// shows at once, not when it scrolls off). A line printed early that reaches the log with
-/// other text (a program redrew it) is printed again as it ended; an identical one is not.
+/// Lines print as soon as they are known complete: final ones from the follow, and, when the
+/// job goes quiet, those above the cursor on its saved screen (a server's "listening on :3000"
+/// shows at once, not when it scrolls off). A line printed early that becomes final with other
+/// text (a program redrew it) is printed again as it ended; an identical one is not.
 fn follow_job(store: &Store, id: JobId, tail: Option<usize>, out: &mut Out) -> CmdResult {
+    let at = match tail {
+        Some(n) => log_len(store, id)?.saturating_sub(n as u64),
+        None => 0,
+    };
+    let mut lines = store.follow(id, Some(at))?;
     let mut follow = Follow {
-        at: match tail {
-            Some(n) => log_len(store, id)?.saturating_sub(n as u64),
-            None => 0,
-        },
+        at,
         early: BTreeMap::new(),
     };
     loop {
-        // The record first: once it reads final, everything the job printed is in the log
-        // (its server flushes the log before it writes the final record).
-        let job = store.load(id)?;
-        let from = follow.resume_from();
-        if job.record.status.is_final() {
-            let rest = store.output(&job, Some(from), None)?;
-            if rest.line_count > 0 {
-                for (n, line) in (from..).zip(rest.output.split('\n')) {
-                    follow.emit(n, line, out)?;
-                }
+        while let Some(chunk) = lines.try_next()? {
+            let text = match chunk.text.strip_suffix('\n') {
+                Some(text) if !chunk.last => text,
+                _ => &chunk.text,
+            };
+            for (n, line) in (chunk.first_line..).zip(text.split('\n')) {
+                follow.emit(n, line, out)?;
             }
+        }
+        if lines.ended() {
             out.flush()?;
             return Ok(());
         }
-        let end = log_len(store, id)?;
-        let mut n = from;
-        while n < end {
-            let want = usize::try_from(end - n).unwrap_or(CHUNK).min(CHUNK);
-            let lines = store.read_log(id, n, want)?;
-            if lines.is_empty() {
-                break;
-            }
-            for line in &lines {
-                follow.emit(n, line, out)?;
-                n += 1;
-            }
-        }
-        if let Some(screen) = store.saved_screen(&job) {
+        if let Some(screen) = store.saved_screen(&store.load(id)?) {
             for (n, line) in (screen.first_line..screen.cursor_line).zip(&screen.lines) {
                 if n >= follow.at {
                     follow.emit(n, line, out)?;
@@ -160,14 +149,6 @@ struct Follow {
 }
 
 impl Follow {
-    /// Where the next read starts: the oldest unconfirmed early line, or the next new line.
-    fn resume_from(&self) -> u64 {
-        self.early
-            .keys()
-            .next()
-            .map_or(self.at, |&n| n.min(self.at))
-    }
-
     /// Prints line `n` unless it was printed already with this very text.
     fn emit(&mut self, n: u64, line: &str, out: &mut Out) -> Result<(), Failure> {
         if n < self.at {

@@ -21,9 +21,11 @@ impl Out {
         }
     }
 
-    /// Whether to colour: only on a terminal, and never when `NO_COLOR` is set (non-empty).
+    /// Whether to colour, as anstream decides for stdout: on a terminal that has colours
+    /// (`TERM` set and not `dumb`; any Windows console), never when `NO_COLOR` is set
+    /// (non-empty) or `CLICOLOR=0`, and even on a pipe with `CLICOLOR_FORCE`.
     pub(crate) fn colour(&self) -> bool {
-        self.tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
     }
 
     /// Columns of the terminal on stdout (`COLUMNS` first), or `None` when it is not one.

@@ -4,7 +4,7 @@ use chrono::Utc;
 use ptyjobs_engine::Store;
 use serde::Serialize;
 
-use super::format::{ago, duration, json_safe, local_time_zoned, one_line};
+use super::format::{ago, duration, json_safe, local_time_zoned, one_line, waiting};
 use super::json::JobJson;
 use super::logs::total_lines;
 use super::out::Out;
@@ -47,6 +47,9 @@ pub(crate) fn run(store: &Store, id: &str, json: bool) -> CmdResult {
     fields.push(("command", one_line(&info.command)));
     fields.push(("cwd", one_line(&info.cwd.display().to_string())));
     fields.push(("status", info.status.to_string()));
+    if let Some(wait) = &info.input {
+        fields.push(("input", waiting(wait)));
+    }
     if let Some(code) = info.exit_code {
         fields.push(("exit code", code.to_string()));
     }

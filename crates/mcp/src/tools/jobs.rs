@@ -31,21 +31,11 @@ impl Server {
         Parameters(p): Parameters<ExecuteParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<ExecuteResult>, ToolError> {
-        let spec = JobSpec {
-            command: p.command,
-            cwd: p.cwd.map(PathBuf::from),
-            env: p.env.unwrap_or_default(),
-            cols: p.cols,
-            rows: p.rows,
-            name: p.name,
-            timeout: seconds(p.timeout_secs)?,
-        };
-        let job = self.jobs().execute(spec)?;
-        // The resource list changed (this job appeared, maybe an old one was forgotten).
-        self.resource_list_changed(&context.peer);
+        let wait = p.wait == Some(true);
+        let job = self.start_job(p, &context.peer)?;
         let id = job.id;
         let started = ExecuteResult::from(job);
-        if p.wait != Some(true) {
+        if !wait {
             return Ok(Json(started));
         }
         // A client without tasks (those with tasks never get here, see server.rs): wait in
@@ -155,5 +145,29 @@ impl Server {
             job_id: id.to_string(),
             removed: true,
         }))
+    }
+}
+
+impl Server {
+    /// Starts the job execute_command describes (its `wait` aside) and tells the client the
+    /// resource list changed: the one start path of the tool and of its task form.
+    pub(crate) fn start_job(
+        &self,
+        p: ExecuteParams,
+        peer: &Peer<RoleServer>,
+    ) -> Result<ptyjobs_engine::JobInfo, ToolError> {
+        let spec = JobSpec {
+            command: p.command,
+            cwd: p.cwd.map(PathBuf::from),
+            env: p.env.unwrap_or_default(),
+            cols: p.cols,
+            rows: p.rows,
+            name: p.name,
+            timeout: seconds(p.timeout_secs)?,
+        };
+        let job = self.jobs().execute(spec)?;
+        // The resource list changed (this job appeared, maybe an old one was forgotten).
+        self.resource_list_changed(peer);
+        Ok(job)
     }
 }

@@ -46,9 +46,8 @@ impl Server {
             .jobs()
             .interact_with(id, input.as_bytes(), &keys, wait)
             .await?;
-        // The same range as an engine slice, to fit it like every other read.
-        let lines = usize::try_from(done.next_offset - done.first_line).unwrap_or(usize::MAX);
-        let mut slice = self.jobs().output(id, Some(done.first_line), Some(lines))?;
+        // The response as the engine read it, fitted like every other read.
+        let mut slice = done.slice;
         let read = Accounting::fit(&mut slice, OUTPUT_BUDGET);
         Ok(Json(InteractResult {
             truncated: read.omitted_lines > 0 || read.omitted_bytes > 0,
@@ -69,8 +68,9 @@ impl Server {
         Parameters(p): Parameters<ScreenParams>,
     ) -> Result<Json<ScreenResult>, ToolError> {
         let id = job_id(&p.job_id)?;
-        let screen = self.jobs().screen_async(id).await?;
-        let status = self.jobs().status_async(id).await?.status;
+        // Screen and status of one moment: a job ending in between cannot pair its last
+        // screen with a running status.
+        let (screen, status) = self.jobs().screen_status_async(id).await?;
         Ok(Json(ScreenResult::new(
             screen,
             status.into(),

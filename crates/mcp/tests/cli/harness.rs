@@ -275,6 +275,7 @@ impl Spawned {
             .arg(dir)
             .args(args)
             .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

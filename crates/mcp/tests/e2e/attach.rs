@@ -45,14 +45,23 @@ impl Person {
         unsafe { libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC) };
         // SAFETY: openpty returned fresh fds that nothing else owns.
         let (master, slave) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
-        let child = Command::new(BIN)
-            .args(["attach", id, "--state-dir"])
+        let mut cmd = Command::new(BIN);
+        cmd.args(["attach", id, "--state-dir"])
             .arg(state)
             .stdin(Stdio::from(slave.try_clone().expect("dup the terminal")))
             .stdout(Stdio::from(slave.try_clone().expect("dup the terminal")))
-            .stderr(Stdio::from(slave))
-            .spawn()
-            .expect("spawn ptyjobs attach");
+            .stderr(Stdio::from(slave));
+        // As in a person's shell: the terminal is the command's controlling terminal, so a
+        // resize of it sends the command SIGWINCH.
+        // SAFETY: setsid and ioctl are async-signal-safe; the closure allocates nothing.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::setsid();
+                libc::ioctl(0, libc::TIOCSCTTY, 0);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn ptyjobs attach");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mut reader = master.try_clone().expect("dup the master");
         let sink = seen.clone();
@@ -93,6 +102,20 @@ impl Person {
             screen[at..].contains(needle).then_some(())
         })
         .await;
+    }
+
+    /// The person resizes their terminal window to `cols` × `rows`.
+    fn resize(&self, cols: u16, rows: u16) {
+        use std::os::fd::AsRawFd;
+        let ws = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which outlives the call.
+        let r = unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+        assert_eq!(r, 0, "TIOCSWINSZ: {}", std::io::Error::last_os_error());
     }
 
     fn types(&mut self, keys: &[u8]) {
@@ -331,4 +354,84 @@ async fn the_persons_terminal_is_restored_when_attach_is_terminated() {
         "the terminal is cooked again"
     );
     assert_eq!(s.status(&id).await["status"], "running");
+}
+
+#[tokio::test]
+async fn the_first_screen_is_drawn_with_its_colours() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_in(dir.path(), &[]).await;
+    let (id, _) = s
+        .exec("printf 'plain \\033[1;31mred-bold\\033[0m \\033[44mon-blue\\033[0m\\n'; sleep 100")
+        .await;
+    s.wait_output(&id, "on-blue").await;
+    let person = Person::attach(dir.path(), &id);
+    person.sees_after_clear("on-blue").await;
+    let screen = person.screen();
+    let first = &screen[screen.find("\x1b[2J").expect("the clear")..];
+    let red = first.find("red-bold").expect("the red text");
+    // vt100 writes the attributes before the text they apply to (as `ESC[1;31m` or split).
+    let before = &first[..red];
+    assert!(
+        before.contains("31m") || before.contains("31;"),
+        "no red: {first:?}"
+    );
+    assert!(
+        before.contains("\x1b[1") || before.contains(";1m"),
+        "no bold: {first:?}"
+    );
+    let blue = first.find("on-blue").expect("the blue text");
+    assert!(
+        first[red..blue].contains("44m"),
+        "no blue background: {first:?}"
+    );
+}
+
+/// `stty size` in the job (rows, then cols) printed on each line the person enters.
+async fn job_size(person: &mut Person, want: &str) {
+    let what = format!("`stty size` to print {want:?}");
+    wait_until(&what, DEADLINE, || {
+        person.types(b"\r");
+        let seen = person.screen();
+        async move { seen.contains(want).then_some(()) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_job_takes_the_persons_size_follows_a_resize_and_gets_its_own_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_in(dir.path(), &[]).await;
+    let (id, _) = s
+        .exec_with(json!({
+            "command": "echo size-loop; while read x; do echo \"size=$(stty size)\"; done",
+            "cols": 90,
+            "rows": 20,
+        }))
+        .await;
+    s.wait_output(&id, "size-loop").await;
+    // The person's terminal is 100 × 30 (Person::attach).
+    let mut person = Person::attach(dir.path(), &id);
+    person.sees_after_clear("size-loop").await;
+    job_size(&mut person, "size=30 100").await;
+    // The person makes their window larger: the job follows.
+    person.resize(132, 43);
+    job_size(&mut person, "size=43 132").await;
+    person.resize(70, 18);
+    job_size(&mut person, "size=18 70").await;
+    // Detached, the job has its own size again.
+    person.types(&[0x1d]);
+    assert_eq!(person.exit_code().await, 0, "{}", person.screen());
+    let r = s
+        .ok(
+            "interact_with_job",
+            json!({ "job_id": id, "input": "again\n", "wait_ms": 2000 }),
+        )
+        .await;
+    let out = r["output"].as_str().unwrap_or_default().to_owned();
+    let restored = if out.contains("size=20 90") {
+        out
+    } else {
+        s.wait_output(&id, "size=20 90").await
+    };
+    assert!(restored.contains("size=20 90"), "{restored}");
 }

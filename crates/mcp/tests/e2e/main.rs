@@ -1,5 +1,5 @@
 //! End-to-end tests: the built `ptyjobs` binary driven by rmcp's own client over stdio.
-// Unix only: the harness signals and inspects processes through /proc (Windows: tests/windows.test.mjs).
+// Unix only: the harness signals and inspects processes through /proc (Windows: tests/platforms/windows.test.mjs).
 #![cfg(unix)]
 
 mod attach;

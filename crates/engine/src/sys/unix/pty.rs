@@ -12,9 +12,8 @@ use rustix::pty::OpenptFlags;
 use rustix::termios::{LocalModes, Winsize};
 
 use crate::error::{Error, Result};
-use crate::job::JobId;
-use crate::kill::Leader;
 use crate::pipeline::Lane;
+use crate::sys::Leader;
 
 pub(crate) use crate::pipeline::ExitInfo;
 
@@ -69,16 +68,15 @@ pub(crate) fn set_size(master: &impl AsFd, cols: u16, rows: u16) -> Result<()> {
 
 /// Starts reading a job: its master joins the I/O reactor, which drains it into `lane` until
 /// EOF, reaps the child, and after the child exits keeps draining for at most `drain` while some
-/// other process still holds the terminal open, then kills (through the kill path) what is left
-/// of the job.
+/// other process still holds the terminal open, then reports the drain timeout to `lane`
+/// (whose sink ends what is left of the job).
 pub(crate) fn start_reader(
     leader: Arc<Leader>,
-    id: JobId,
     master: Arc<OwnedFd>,
     drain: Duration,
     lane: Arc<Lane>,
 ) -> Result<()> {
-    super::reactor::add(leader, id, master, drain, lane)
+    super::reactor::add(leader, master, drain, lane)
 }
 
 /// An exit status as `ExitInfo`: its code, or the signal that ended it (`None`: it has not

@@ -15,8 +15,9 @@
 //!   while the drain timeout may still signal the session. Without a pidfd (other systems, or
 //!   when none can be opened) the child is looked at every [`EXIT_POLL`] on the timer.
 //! - After the child exits, the master is drained for at most the job's drain timeout while
-//!   some other process still holds the terminal open; then what is left of the job is killed
-//!   through the kill path, and after one more second the terminal is given up. Time spent
+//!   some other process still holds the terminal open; then the drain timeout is reported to
+//!   the lane (whose sink ends what is left of the job through the kill path), and after one
+//!   more second the terminal is given up. Time spent
 //!   paused by back-pressure does not count: those bytes are the job's and are read.
 //! - [`IDLE`] after the last output the lane gets `idle`; `quiet` is asked on the sink's own
 //!   schedule; `exit` comes last, once, after EOF and the reap.
@@ -36,10 +37,9 @@ use rustix::io::Errno;
 
 use super::pty::{exited, pidfd_open, reap};
 use crate::error::{Error, Result};
-use crate::job::JobId;
-use crate::kill::{self, Leader, Target};
-use crate::manager::lock;
 use crate::pipeline::{ExitInfo, IDLE, Lane, Notice};
+use crate::sync::lock;
+use crate::sys::Leader;
 
 /// Without a pidfd, how often a running child is looked at.
 const EXIT_POLL: Duration = Duration::from_millis(50);
@@ -122,7 +122,6 @@ impl Reactor {
 /// registration cannot be had; nothing was registered then.
 pub(crate) fn add(
     leader: Arc<Leader>,
-    id: JobId,
     master: Arc<OwnedFd>,
     drain: Duration,
     lane: Arc<Lane>,
@@ -156,7 +155,6 @@ pub(crate) fn add(
     let quiet_first = lane.quiet_delay();
     r.send(Command::Add(Box::new(Entry {
         key,
-        id,
         leader,
         lane,
         master: Some(master),
@@ -183,7 +181,6 @@ pub(crate) fn add(
 /// One job as the reactor sees it.
 struct Entry {
     key: usize,
-    id: JobId,
     leader: Arc<Leader>,
     lane: Arc<Lane>,
     /// `None` once EOF was read (deregistered and released).
@@ -329,7 +326,8 @@ impl Loop {
                         .registry
                         .deregister(&mut SourceFd(&pidfd.as_raw_fd()));
                 }
-                kill::signal_now(&[Target::own(e.id, &e.leader)], libc::SIGKILL);
+                // As at a drain timeout: what is left of the job ends before the reap.
+                e.lane.drain_timeout();
                 reap(&e.leader);
                 e.lane.exit(e.exit.unwrap_or(ExitInfo::Code(-1)));
             }
@@ -381,8 +379,9 @@ impl Loop {
                 // Give up on a terminal that never closes.
                 close_master(e, &self.reactor.registry);
             } else {
-                // A background process still holds the terminal: the job is over.
-                kill::signal_now(&[Target::own(e.id, &e.leader)], libc::SIGKILL);
+                // A background process still holds the terminal: the job is over, and the
+                // lane's sink ends what is left of it (the kill path is above this layer).
+                e.lane.drain_timeout();
                 e.killed_leftovers = true;
                 e.drain_until = Some(now + AFTER_KILL);
             }

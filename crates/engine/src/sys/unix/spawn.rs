@@ -13,7 +13,7 @@
 //! signals only the leader, blocks on kill, and its writer sends `\n` + ^D when dropped.
 
 use crate::error::{Error, Result};
-use crate::kill::Leader;
+use crate::sys::Leader;
 use crate::sys::pty;
 pub(crate) use crate::sys::spawn_spec::{SpawnSpec, Spawned};
 use crate::sys::tree::Tree;

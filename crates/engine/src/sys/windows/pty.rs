@@ -22,8 +22,7 @@ pub(crate) use crate::pipeline::ExitInfo;
 use crate::pipeline::{IDLE, Lane};
 
 use crate::error::{Error, Result};
-use crate::job::JobId;
-use crate::kill::Leader;
+use crate::sys::Leader;
 
 const READ_BUF: usize = 64 * 1024;
 /// How long the reader waits on the shell between looks at the output pipe.
@@ -93,10 +92,10 @@ pub(crate) fn set_size(master: &Master, cols: u16, rows: u16) -> Result<()> {
 
 /// Starts the reader thread of a job (see the module docs): it hands what it reads to `lane`
 /// (waiting while the lane is full: back-pressure), and the exit last. After the shell exits,
-/// output is drained for at most `drain`; what is left of the tree then is ended.
+/// output is drained for at most `drain`; then the drain timeout is reported to `lane`, whose
+/// sink ends what is left of the tree.
 pub(crate) fn start_reader(
     leader: Arc<Leader>,
-    _id: JobId,
     master: Arc<Master>,
     drain: Duration,
     lane: Arc<Lane>,
@@ -204,7 +203,9 @@ fn read_loop(leader: &Arc<Leader>, reader: &Master, drain: Duration, lane: &Arc<
             if ended_leftovers {
                 break; // give up on a console that never closes
             }
-            leader.tree.signal(crate::sys::sig::SIGKILL);
+            // The lane's sink ends what is left of the job (through the kill path, which
+            // ends the Job Object while the shell is unreaped).
+            lane.drain_timeout();
             ended_leftovers = true;
             drain_until = Some(Instant::now() + Duration::from_secs(1));
         }

@@ -39,7 +39,7 @@ use super::pty::{Console, Master};
 use super::tree::Tree;
 use super::wide;
 use crate::error::{Error, Result};
-use crate::kill::Leader;
+use crate::sys::Leader;
 pub(crate) use crate::sys::spawn_spec::{SpawnSpec, Spawned};
 
 /// The shell a job's command runs in unless configured otherwise.

@@ -1,11 +1,9 @@
 //! Input awareness: a job says when its foreground process is blocked reading the terminal.
 #![cfg(target_os = "linux")]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{manager, manager_with, wait_for_output, wait_until};
+use crate::common::{manager, manager_with, wait_for_output, wait_until};
 use ptyjobs_engine::{JobSpec, Signal, StoreConfig, WaitReason, WaitSpec};
 
 const DEADLINE: Duration = Duration::from_secs(15);

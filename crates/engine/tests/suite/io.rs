@@ -1,10 +1,8 @@
 //! Talking to jobs: clean output, prompts, interaction, writes, resizes.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use ptyjobs_engine::{Error, JobSpec, JobStatus};
 
 #[tokio::test]

@@ -6,11 +6,8 @@
 //! Seeded and reproducible: a failure prints its seed. `PTYJOBS_DIFF_CASES=<n>` runs more cases
 //! (the default is bounded for the test command), `PTYJOBS_DIFF_SEED=<seed>` runs one case.
 
-#[path = "common/streams.rs"]
-mod streams;
-
+use crate::common::streams::{Rng, long_line, piece};
 use ptyjobs_engine::{JobStatus, ScreenSnapshot, Terminal};
-use streams::{Rng, long_line, piece};
 
 struct Case {
     cols: u16,
@@ -425,7 +422,12 @@ fn runs_of_short_lines_read_the_same_between_any_two_pieces() {
         let (cols, rows) = *r.pick(&[(80u16, 24u16), (30, 6), (7, 3), (2, 2), (12, 4), (20, 1)]);
         let mut input = Vec::new();
         for _ in 0..r.below(4) + 1 {
-            streams::short_lines(&mut r, usize::from(cols), usize::from(rows), &mut input);
+            crate::common::streams::short_lines(
+                &mut r,
+                usize::from(cols),
+                usize::from(rows),
+                &mut input,
+            );
             if r.below(3) == 0 {
                 input.extend_from_slice(b"tail\x1b[6n");
             }

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict'
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { spawnSync } from 'node:child_process'
-import { ROOT, Cleanup, McpClient, processesWith, runAsync, runSync, structured, waitUntil } from './helpers/npm.mjs'
+import { ROOT, Cleanup, McpClient, processesWith, runAsync, runSync, structured, waitUntil } from '../helpers/npm.mjs'
 
 const EXE = process.env.PTYJOBS_WINDOWS_EXE || join(ROOT, 'target', 'x86_64-pc-windows-gnu', 'release', 'ptyjobs.exe')
 const SHIM = join(ROOT, 'tests', 'wine', 'bcryptprimitives.c')
@@ -24,7 +24,7 @@ function have (cmd) {
 }
 
 const skip = !have('wine')
-  ? 'wine is not installed (apt-get install wine wine64 gcc-mingw-w64-x86-64; see the README\'s Windows section)'
+  ? 'wine is not installed (apt-get install wine wine64 gcc-mingw-w64-x86-64; see docs/WINDOWS.md)'
   : false
 if (skip) console.log(`# skipping the Windows tests: ${skip}`)
 

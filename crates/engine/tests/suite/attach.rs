@@ -2,14 +2,10 @@
 //! the refusals.
 #![cfg(unix)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{manager_with, wait_for_output};
-use ptyjobs_engine::{
-    ATTACH_VERSION, AttachHello, AttachReply, JobManager, JobSpec, Signal, StoreConfig,
-};
+use crate::common::{manager_with, wait_for_output};
+use ptyjobs_engine::{AttachHello, AttachReply, JobManager, JobSpec, Signal, StoreConfig};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
@@ -36,9 +32,11 @@ async fn hello(path: &std::path::Path, line: &str) -> (AttachReply, BufReader<Un
     )
 }
 
+/// A version 1 hello: raw keystrokes, the job keeps its size (version 2 is tested through the
+/// real `ptyjobs attach` in the MCP crate's e2e tests).
 fn hello_for(id: &str) -> String {
     let h = AttachHello {
-        version: ATTACH_VERSION,
+        version: 1,
         job_id: id.to_owned(),
         cols: 80,
         rows: 24,
@@ -158,4 +156,67 @@ async fn bad_hellos_unknown_and_finished_jobs_are_refused() {
 async fn without_a_state_directory_there_is_no_socket() {
     let m = manager_with(|_| {});
     assert!(m.serve_attach().is_err());
+}
+
+/// A version 2 hello from a terminal of `cols` × `rows`.
+fn hello_v2(id: &str, cols: u16, rows: u16) -> String {
+    let h = AttachHello {
+        version: 2,
+        job_id: id.to_owned(),
+        cols,
+        rows,
+    };
+    format!("{}\n", serde_json::to_string(&h).expect("json"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_people_the_latest_size_wins_the_other_is_shown_the_screen_again_and_the_size_comes_back()
+ {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = persisted(dir.path());
+    let guard = m.serve_attach().expect("serve");
+    let job = m
+        .execute(JobSpec::new("echo two-viewers; sleep 100"))
+        .expect("execute");
+    wait_for_output(&m, job.id, "two-viewers").await;
+    let own = m.status(job.id).expect("status").size;
+    let id = job.id.to_string();
+    let (a, mut first) = hello(guard.path(), &hello_v2(&id, 100, 30)).await;
+    assert_eq!(a.size, Some((100, 30)), "{a:?}");
+    let mut seen_first = Vec::new();
+    read_until(&mut first, &mut seen_first, "two-viewers").await;
+    let (b, mut second) = hello(guard.path(), &hello_v2(&id, 90, 20)).await;
+    assert_eq!(b.size, Some((90, 20)), "the latest person's size: {b:?}");
+    // The first person is told: the job's screen again, at its new size.
+    seen_first.clear();
+    read_until(&mut first, &mut seen_first, "\x1b[2J").await;
+    read_until(&mut first, &mut seen_first, "two-viewers").await;
+    // The second resizes its window with a frame; the first is shown the screen again.
+    second
+        .get_mut()
+        .write_all(&ptyjobs_engine::attach_resize_frame(132, 43))
+        .await
+        .expect("resize");
+    let resized = async {
+        while m.status(job.id).expect("status").size != (132, 43) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(DEADLINE, resized)
+        .await
+        .expect("the job resized");
+    seen_first.clear();
+    read_until(&mut first, &mut seen_first, "\x1b[2J").await;
+    // Both leave: the job has its own size back.
+    drop(first);
+    drop(second);
+    let restored = async {
+        while m.status(job.id).expect("status").size != own {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(DEADLINE, restored)
+        .await
+        .expect("the size restored");
+    m.kill(job.id, Signal::TERM, None).await.expect("kill");
 }

@@ -1,11 +1,9 @@
 //! The state directory through the engine's API: what a later manager reads back, what a
 //! dropped manager still writes, and what is skipped.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{manager_with, run, wait_until};
+use crate::common::{manager_with, run, wait_until};
 use ptyjobs_engine::{JobManager, JobSpec, JobStatus, StoreConfig};
 
 fn persisted(dir: &std::path::Path) -> JobManager {
@@ -64,7 +62,7 @@ async fn a_dropped_manager_still_finishes_its_records() {
     let dir = tempfile::tempdir().unwrap();
     let first = persisted(dir.path());
     let job = first.execute(JobSpec::new("echo up; sleep 1000")).unwrap();
-    common::wait_for_output(&first, job.id, "up").await;
+    crate::common::wait_for_output(&first, job.id, "up").await;
     drop(first);
     let second = persisted(dir.path());
     // The first manager's readers write the final record after it is gone.
@@ -154,33 +152,6 @@ async fn without_a_store_nothing_is_found_after_a_restart() {
         second.status(job.id),
         Err(ptyjobs_engine::Error::JobNotFound(_))
     ));
-}
-
-/// Open files of this process.
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .expect("/proc/self/fd")
-        .count()
-}
-
-/// A finished job keeps no file open, so hundreds of listed finished jobs cost no descriptors.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finished_jobs_keep_no_file_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let m = persisted(dir.path());
-    run(&m, "true").await; // the spare and the runtime's files exist from here on
-    let before = open_fds();
-    for _ in 0..40 {
-        run(&m, "echo x").await;
-    }
-    // Reader threads close their descriptors as they end; allow them a moment.
-    let settled = wait_until(Duration::from_secs(10), || open_fds() <= before + 2).await;
-    assert!(
-        settled,
-        "{} open after 40 jobs, {before} before",
-        open_fds()
-    );
-    assert_eq!(m.list().len(), 41);
 }
 
 /// A busy manager applies the retention by the number of jobs too, not only every ten minutes.
@@ -274,4 +245,55 @@ async fn bounded_reads_span_disk_and_memory_and_keep_head_and_tail() {
     assert_eq!(found.total_matches, 1);
     assert_eq!(found.matches[0].before, ["1233"]);
     assert_eq!(found.matches[0].after, ["1235"]);
+}
+
+/// Every chunk a follow hands out, concatenated, until it ends.
+async fn followed(mut f: ptyjobs_engine::Follow<'_>) -> String {
+    let mut all = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(30), f.next())
+        .await
+        .expect("the follow ends with its job")
+        .expect("every read of the follow succeeds")
+    {
+        all.push_str(&chunk.text);
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_hands_out_every_line_once_live_stored_and_from_a_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = persisted(dir.path());
+    let job = first
+        .execute(JobSpec::new(
+            "for i in $(seq 1 500); do echo line $i; done; printf last",
+        ))
+        .unwrap();
+    let live = followed(first.follow(job.id, Some(0)).unwrap()).await;
+    assert_eq!(live, first.output(job.id, Some(0), None).unwrap().output);
+    assert!(live.starts_with("line 1\nline 2\n") && live.ends_with("line 500\nlast"));
+    first.shutdown().await;
+    drop(first);
+
+    let second = persisted(dir.path());
+    let stored = followed(second.follow(job.id, Some(100)).unwrap()).await;
+    assert_eq!(
+        stored,
+        second.output(job.id, Some(100), None).unwrap().output
+    );
+    assert!(stored.starts_with("line 101\n"));
+
+    let reader = ptyjobs_engine::Store::open_reader(StoreConfig::new(dir.path())).unwrap();
+    let mut f = reader.follow(job.id, Some(490)).unwrap();
+    let rest = f.try_next().unwrap().unwrap();
+    assert!(rest.last);
+    assert_eq!((rest.first_line, rest.line_count), (490, 11));
+    assert_eq!(
+        rest.text,
+        (491..=500)
+            .map(|i| format!("line {i}\n"))
+            .collect::<String>()
+            + "last"
+    );
+    assert!(f.ended() && f.try_next().unwrap().is_none());
 }

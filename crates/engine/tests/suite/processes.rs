@@ -1,10 +1,8 @@
 //! Jobs as processes: terminal, environment, exit statuses, start failures, limits.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ptyjobs_engine::{Error, JobSpec, JobStatus};
 
 #[tokio::test]

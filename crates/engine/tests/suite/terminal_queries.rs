@@ -1,11 +1,9 @@
 //! The terminal answers what a terminal answers: real programs under real PTYs send queries and
 //! get replies on their input, in order with the input written to them, never in the transcript.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ptyjobs_engine::{JobManager, JobSpec};
 
 /// A raw-mode program that sends each query (all of them, then one split across two writes)

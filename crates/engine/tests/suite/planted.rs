@@ -4,13 +4,11 @@
 // Unix only: symlinks, modes and uids planted from the test (Windows: sys/windows unit tests).
 #![cfg(unix)]
 
-mod common;
-
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{manager_with, run, wait_for_output, wait_until};
+use crate::common::{manager_with, run, wait_for_output, wait_until};
 use ptyjobs_engine::{JobManager, JobSpec, JobStatus, Store, StoreConfig};
 
 fn persisted(dir: &Path) -> JobManager {

@@ -1,10 +1,8 @@
 //! Ending jobs: group kill, escalation, timeouts, shutdown; afterwards no process remains.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use ptyjobs_engine::{JobId, JobSpec, JobStatus, KillOutcome, Signal};
 
 #[tokio::test]

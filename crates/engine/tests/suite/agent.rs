@@ -1,10 +1,8 @@
 //! Agent ergonomics in the engine: waits, keys, search, paste, byte budgets, screen.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use ptyjobs_engine::{JobSpec, JobStatus, WaitReason, WaitSpec, compile_pattern};
 
 fn free_port() -> u16 {

@@ -15,8 +15,8 @@ import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
-import { ROOT, Cleanup, McpClient, platform, processesWith, structured, waitUntil } from './helpers/npm.mjs'
-import { checkBinary } from '../scripts/binfmt.mjs'
+import { ROOT, Cleanup, McpClient, platform, processesWith, structured, waitUntil } from '../helpers/npm.mjs'
+import { checkBinary } from '../../scripts/binfmt.mjs'
 
 const TARGET = 'aarch64-unknown-linux-musl'
 
