@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
+use crate::job::{JobId, JobInfo, JobSpec};
 use crate::kill::{self, Target};
 use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_size};
 use crate::pipeline::Lane;
@@ -72,24 +72,16 @@ impl JobManager {
             leader: child.leader.clone(),
             started: Utc::now(),
             started_at: Instant::now(),
-            state: Mutex::new(State {
-                status: JobStatus::Running,
-                exit: None,
-                finished: None,
-                finished_at: None,
-                reason: None,
-                kill_reason: None,
-                term: Terminal::new(
+            state: Mutex::new(State::running(
+                Terminal::new(
                     cols,
                     rows,
                     inner.config.transcript_bytes,
                     inner.config.max_line_bytes,
                 ),
-                size: (cols, rows),
-                master: Some(Arc::clone(&master)),
-                record: None,
-                log: None,
-            }),
+                (cols, rows),
+                Arc::clone(&master),
+            )),
             events,
             done,
             input: Default::default(),

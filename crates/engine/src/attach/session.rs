@@ -139,7 +139,7 @@ fn render(s: &ScreenSnapshot) -> Vec<u8> {
 /// The job's screen now and a receiver of every byte after it (taken under one lock).
 fn screen_and_tap(job: &Job) -> Option<(ScreenSnapshot, broadcast::Receiver<Arc<[u8]>>)> {
     let s = lock(&job.state);
-    if s.status.is_final() {
+    if s.is_final() {
         return None;
     }
     Some((s.term.screen(), job.tap.subscribe()))
