@@ -1,13 +1,12 @@
 //! `JobManager`: the job table behind one lock, and the only place a job's status changes
 //! (`finish`). Starting a job is in [`crate::start`], ending one in [`crate::kill`].
 //!
-//! Locking: the table lock and a job's state lock are never held together except table → job
-//! (the finishing path releases the job lock before it takes the table lock). No lock is held
-//! across an `.await` or a blocking wait.
+//! Locking: the table, then a job's state, never the other way; see [the lock order]
+//! (crate::sync), checked in debug builds.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -20,7 +19,7 @@ use crate::kill::{self, Target};
 use crate::pipeline::{ExitInfo, Sink};
 use crate::signal;
 use crate::store::{SavedScreen, Store, StoredJob};
-use crate::sync::lock;
+use crate::sync::{Rank, Ranked, lock};
 use crate::sys::{Leader, sig};
 
 mod state;
@@ -54,7 +53,7 @@ impl std::fmt::Debug for JobManager {
 pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
     pub(crate) runtime: tokio::runtime::Handle,
-    pub(crate) table: Mutex<Table>,
+    pub(crate) table: Ranked<Table>,
     /// The state directory, when jobs are persisted. Shared with the parse workers, which
     /// write a job's final record even after the manager is gone.
     pub(crate) store: Option<Arc<Store>>,
@@ -84,7 +83,7 @@ pub(crate) struct Job {
     pub(crate) leader: Arc<Leader>,
     pub(crate) started: DateTime<Utc>,
     pub(crate) started_at: Instant,
-    pub(crate) state: Mutex<State>,
+    pub(crate) state: Ranked<State>,
     pub(crate) events: watch::Sender<JobEvent>,
     /// Becomes true when the job is final. Separate from `events` so that waiting for the end
     /// does not wake up for every batch of output.
@@ -105,11 +104,7 @@ impl Job {
     /// [`Self::info`] unless the job's lock is held (the reader feeding a batch, or `finish`
     /// writing the final record): for callers on an async worker, which must not wait on disk.
     pub(crate) fn try_info(&self) -> Option<JobInfo> {
-        match self.state.try_lock() {
-            Ok(s) => Some(self.info_of(&s)),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(self.info_of(&p.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+        self.state.try_lock().map(|s| self.info_of(&s))
     }
 
     /// The snapshot of the job in state `s` (held by the caller).
@@ -386,7 +381,7 @@ impl JobManager {
         let inner = Arc::new(Inner {
             config,
             runtime,
-            table: Mutex::new(Table::default()),
+            table: Ranked::new(Rank::Table, Table::default()),
             store,
             base_env,
         });

@@ -4,7 +4,7 @@
 //! record.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
@@ -18,7 +18,7 @@ use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_siz
 use crate::pipeline::Lane;
 use crate::signal::Signal;
 use crate::store::JobRecord;
-use crate::sync::lock;
+use crate::sync::{Rank, Ranked, lock};
 use crate::sys::Leader;
 use crate::sys::pty;
 use crate::sys::spawn::{self, SpawnSpec};
@@ -72,16 +72,19 @@ impl JobManager {
             leader: child.leader.clone(),
             started: Utc::now(),
             started_at: Instant::now(),
-            state: Mutex::new(State::running(
-                Terminal::new(
-                    cols,
-                    rows,
-                    inner.config.transcript_bytes,
-                    inner.config.max_line_bytes,
+            state: Ranked::new(
+                Rank::Job,
+                State::running(
+                    Terminal::new(
+                        cols,
+                        rows,
+                        inner.config.transcript_bytes,
+                        inner.config.max_line_bytes,
+                    ),
+                    (cols, rows),
+                    Arc::clone(&master),
                 ),
-                (cols, rows),
-                Arc::clone(&master),
-            )),
+            ),
             events,
             done,
             input: Default::default(),
