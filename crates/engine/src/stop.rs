@@ -51,12 +51,10 @@ impl Inner {
                     continue;
                 }
             };
-            {
-                // The job ends by our hand from here on: its status will say so.
-                if !lock(&job.state).set_kill_reason(reason) {
-                    reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
-                    continue;
-                }
+            // The job ends by our hand from here on: its status will say so.
+            if !lock(&job.state).set_kill_reason(reason) {
+                reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
+                continue;
             }
             reports.push(None);
             jobs.push(job);
