@@ -186,3 +186,92 @@ fn verdict(kill_reason: Option<String>, exit: ExitInfo) -> (JobStatus, Option<St
         ),
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A running state; its "PTY master" is any descriptor (nothing here writes to it).
+    fn running() -> State {
+        let fd = std::fs::File::open("/dev/null").expect("/dev/null opens");
+        State::running(
+            Terminal::new(80, 24, 1 << 16, 1 << 12),
+            (80, 24),
+            Arc::new(fd.into()),
+        )
+    }
+
+    fn end(s: &mut State, exit: ExitInfo) -> Option<Arc<Master>> {
+        s.finish(exit, Utc::now(), Instant::now(), || None)
+    }
+
+    #[test]
+    fn a_running_job_has_a_master_and_no_end() {
+        let s = running();
+        assert_eq!(s.status(), JobStatus::Running);
+        assert!(!s.is_final());
+        assert!(s.master().is_some());
+        assert_eq!((s.exit(), s.finished(), s.reason()), (None, None, None));
+    }
+
+    #[test]
+    fn finish_decides_the_status_from_the_exit() {
+        let cases = [
+            (ExitInfo::Code(0), JobStatus::Completed, None),
+            (
+                ExitInfo::Code(3),
+                JobStatus::Failed,
+                Some("exited with code 3"),
+            ),
+        ];
+        for (exit, status, reason) in cases {
+            let mut s = running();
+            assert!(end(&mut s, exit).is_some(), "the master is handed back");
+            assert_eq!(s.status(), status);
+            assert_eq!(s.exit(), Some(exit));
+            assert_eq!(s.reason(), reason);
+            assert!(s.is_final() && s.master().is_none() && s.finished().is_some());
+        }
+    }
+
+    #[test]
+    fn a_noted_kill_reason_makes_the_job_killed_and_the_first_reason_stays() {
+        let mut s = running();
+        assert!(s.set_kill_reason("timeout"));
+        assert!(s.set_kill_reason("kill_job"));
+        end(&mut s, ExitInfo::Code(0));
+        assert_eq!(s.status(), JobStatus::Killed);
+        assert_eq!(s.reason(), Some("timeout"));
+    }
+
+    #[test]
+    fn a_kill_asked_for_from_outside_counts_only_without_a_noted_reason() {
+        let mut s = running();
+        s.finish(ExitInfo::Code(1), Utc::now(), Instant::now(), || {
+            Some("killed by ptyjobs kill".into())
+        });
+        assert_eq!(s.reason(), Some("killed by ptyjobs kill"));
+        let mut s = running();
+        s.set_kill_reason("shutdown");
+        s.finish(ExitInfo::Code(1), Utc::now(), Instant::now(), || {
+            unreachable!("not asked when a reason is noted")
+        });
+        assert_eq!(s.reason(), Some("shutdown"));
+    }
+
+    #[test]
+    fn nothing_leaves_the_final_phase() {
+        let mut s = running();
+        end(&mut s, ExitInfo::Code(0));
+        assert!(
+            !s.set_kill_reason("late"),
+            "a final job takes no kill reason"
+        );
+        assert!(
+            end(&mut s, ExitInfo::Code(9)).is_none(),
+            "a second finish changes nothing"
+        );
+        assert_eq!(s.status(), JobStatus::Completed);
+        assert_eq!(s.exit(), Some(ExitInfo::Code(0)));
+    }
+}
