@@ -113,7 +113,6 @@ impl<T> Lock for Ranked<T> {
 /// A held [`Ranked`] lock; releases it when dropped.
 pub(crate) struct RankedGuard<'a, T> {
     guard: MutexGuard<'a, T>,
-    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     rank: Rank,
 }
 
