@@ -77,7 +77,7 @@ impl JobManager {
         while written < data.len() {
             match pty::write_some(&master, &data[written..]) {
                 Ok(0) => {
-                    if Instant::now() >= until || lock(&job.state).status.is_final() {
+                    if Instant::now() >= until || lock(&job.state).is_final() {
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -181,11 +181,11 @@ impl JobManager {
             }
         }
         let s = lock(&job.state);
-        let slice = s.term.slice(Some(mark), None, s.status);
+        let slice = s.term.slice(Some(mark), None, s.status());
         Ok(Interaction {
             output: slice.output.clone(),
             bytes_written,
-            status: s.status,
+            status: s.status(),
             first_line: slice.first_line,
             next_offset: slice.next_offset,
             slice,
@@ -214,7 +214,7 @@ impl JobManager {
         let (cols, rows) = (check_size("cols", cols)?, check_size("rows", rows)?);
         let job = self.inner.job(id)?;
         let mut s = lock(&job.state);
-        let Some(master) = s.master.clone() else {
+        let Some(master) = s.master() else {
             return Ok(false);
         };
         s.term.resize(cols, rows);

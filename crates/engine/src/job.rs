@@ -99,7 +99,11 @@ impl fmt::Display for JobStatus {
 }
 
 /// A plain snapshot of one job, taken under the manager's lock and handed out by value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// Also the body of the job's record on disk ([`crate::store::JobRecord`]), which is why it
+/// deserializes: there `pid` may be absent (older records) and `this_server` and `input` are
+/// not read back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobInfo {
     /// The job's id.
     pub id: JobId,
@@ -110,6 +114,7 @@ pub struct JobInfo {
     /// The working directory the job started in.
     pub cwd: PathBuf,
     /// Process id of the job's shell (also its process-group and session id).
+    #[serde(default)]
     pub pid: u32,
     /// Current status.
     pub status: JobStatus,
@@ -129,10 +134,13 @@ pub struct JobInfo {
     pub size: (u16, u16),
     /// Whether this manager started the job in its present run. False for jobs read from the
     /// state directory: earlier runs', and those another live server owns.
+    #[serde(skip_deserializing)]
     pub this_server: bool,
     /// Set while the job waits for input: its foreground process is blocked reading the
     /// terminal and its output is quiet (see [`InputWait`] for how this is told and
-    /// when it can be wrong). Always `None` for a job that is not running.
+    /// when it can be wrong). Always `None` for a job that is not running. In a record on disk:
+    /// the state its server last wrote (paced: at most about a second behind the job).
+    #[serde(default)]
     pub input: Option<InputWait>,
 }
 

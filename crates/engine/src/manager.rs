@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -15,14 +15,16 @@ use tokio::sync::watch;
 
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobInfo, JobStatus};
+use crate::job::{JobId, JobInfo};
 use crate::kill::{self, Target};
 use crate::pipeline::{ExitInfo, Sink};
 use crate::signal;
-use crate::store::{JobRecord, SavedScreen, Store, StoredJob};
-use crate::sync::lock;
+use crate::store::{SavedScreen, Store, StoredJob};
+use crate::sync::{Rank, Ranked, lock};
 use crate::sys::{Leader, sig};
-use crate::terminal::Terminal;
+
+mod state;
+pub(crate) use state::State;
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,7 +54,7 @@ impl std::fmt::Debug for JobManager {
 pub(crate) struct Inner {
     pub(crate) config: EngineConfig,
     pub(crate) runtime: tokio::runtime::Handle,
-    pub(crate) table: Mutex<Table>,
+    pub(crate) table: Ranked<Table>,
     /// The state directory, when jobs are persisted. Shared with the parse workers, which
     /// write a job's final record even after the manager is gone.
     pub(crate) store: Option<Arc<Store>>,
@@ -82,7 +84,7 @@ pub(crate) struct Job {
     pub(crate) leader: Arc<Leader>,
     pub(crate) started: DateTime<Utc>,
     pub(crate) started_at: Instant,
-    pub(crate) state: Mutex<State>,
+    pub(crate) state: Ranked<State>,
     pub(crate) events: watch::Sender<JobEvent>,
     /// Becomes true when the job is final. Separate from `events` so that waiting for the end
     /// does not wake up for every batch of output.
@@ -95,37 +97,6 @@ pub(crate) struct Job {
     pub(crate) tap: crate::tap::Tap,
 }
 
-pub(crate) struct State {
-    pub(crate) status: JobStatus,
-    pub(crate) exit: Option<ExitInfo>,
-    pub(crate) finished: Option<DateTime<Utc>>,
-    pub(crate) finished_at: Option<Instant>,
-    pub(crate) reason: Option<String>,
-    /// Set when ptyjobs decided to end the job; the reason becomes the job's.
-    pub(crate) kill_reason: Option<String>,
-    pub(crate) term: Terminal,
-    pub(crate) size: (u16, u16),
-    /// The PTY master for writes and resizes; `None` once the job is final.
-    pub(crate) master: Option<Arc<crate::sys::pty::Master>>,
-    /// The job's record on disk, when jobs are persisted.
-    pub(crate) record: Option<JobRecord>,
-    /// The job's disk log, when jobs are persisted: a sink of the terminal's final lines.
-    pub(crate) log: Option<crate::store::LogWriter>,
-}
-
-impl State {
-    /// Hands the lines the terminal made final to the disk log (call after every feed and
-    /// before the log is read, under the job's lock, so the log never lags behind a reader).
-    pub(crate) fn log_final_lines(&mut self) {
-        let lines = self.term.take_final_lines();
-        if let Some(log) = self.log.as_mut() {
-            for line in &lines {
-                log.push(line);
-            }
-        }
-    }
-}
-
 impl Job {
     pub(crate) fn info(&self) -> JobInfo {
         self.info_of(&lock(&self.state))
@@ -134,49 +105,43 @@ impl Job {
     /// [`Self::info`] unless the job's lock is held (the reader feeding a batch, or `finish`
     /// writing the final record): for callers on an async worker, which must not wait on disk.
     pub(crate) fn try_info(&self) -> Option<JobInfo> {
-        match self.state.try_lock() {
-            Ok(s) => Some(self.info_of(&s)),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(self.info_of(&p.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+        self.state.try_lock().map(|s| self.info_of(&s))
     }
 
     /// The snapshot of the job in state `s` (held by the caller).
     fn info_of(&self, s: &State) -> JobInfo {
-        let end = s.finished_at.unwrap_or_else(Instant::now);
+        let end = s.finished().map_or_else(Instant::now, |(_, at)| at);
         JobInfo {
             id: self.id,
             name: self.name.clone(),
             command: self.command.clone(),
             cwd: self.cwd.clone(),
             pid: self.pid,
-            status: s.status,
-            exit_code: match s.exit {
+            status: s.status(),
+            exit_code: match s.exit() {
                 Some(ExitInfo::Code(c)) => Some(c),
                 _ => None,
             },
-            signal: match s.exit {
+            signal: match s.exit() {
                 Some(ExitInfo::Signal(n)) => Some(signal::signal_name(n)),
                 _ => None,
             },
             started: self.started,
-            finished: s.finished,
+            finished: s.finished().map(|(at, _)| at),
             duration_ms: u64::try_from(end.duration_since(self.started_at).as_millis())
                 .unwrap_or(u64::MAX),
-            reason: s.reason.clone(),
+            reason: s.reason().map(str::to_owned),
             size: s.size,
             this_server: true,
-            input: (!s.status.is_final())
-                .then(|| self.waiting.current())
-                .flatten(),
+            input: (!s.is_final()).then(|| self.waiting.current()).flatten(),
         }
     }
 
     pub(crate) fn master(&self) -> Result<Arc<crate::sys::pty::Master>> {
         let s = lock(&self.state);
-        s.master.clone().ok_or(Error::NotRunning {
+        s.master().ok_or(Error::NotRunning {
             id: self.id,
-            status: s.status,
+            status: s.status(),
         })
     }
 
@@ -196,7 +161,7 @@ impl crate::input::Probed for Job {
     }
 
     fn terminal(&self) -> Option<Arc<crate::sys::pty::Master>> {
-        lock(&self.state).master.clone()
+        lock(&self.state).master()
     }
 
     fn screen(&self) -> crate::terminal::ScreenSnapshot {
@@ -223,7 +188,7 @@ impl Sink for JobSink {
             if let Some(log) = s.log.as_mut() {
                 log.flush();
             }
-            (s.term.take_replies(), s.master.clone())
+            (s.term.take_replies(), s.master())
         };
         // The terminal's answers to queries go to the job's input, in order with other writes.
         if let Some(master) = master {
@@ -242,7 +207,7 @@ impl Sink for JobSink {
         persist_input(&self.job, store);
         let screen = {
             let s = lock(&self.job.state);
-            if s.record.is_none() || s.status.is_final() {
+            if s.record.is_none() || s.is_final() {
                 return;
             }
             SavedScreen {
@@ -291,7 +256,7 @@ impl Sink for JobSink {
 fn persist_input(job: &Job, store: &Store) {
     let wait = job.waiting.current();
     let mut s = lock(&job.state);
-    if s.status.is_final() {
+    if s.is_final() {
         return;
     }
     let Some(record) = s.record.as_mut() else {
@@ -300,31 +265,18 @@ fn persist_input(job: &Job, store: &Store) {
     if !lock(&job.waiting.pace).due(&wait, Instant::now()) {
         return;
     }
-    record.input = wait;
+    record.info.input = wait;
     if let Err(e) = store.write_record(record) {
         tracing::warn!("cannot save the input state of job {}: {e}", job.id);
     }
 }
 
-/// The status and reason a job ends with.
-fn verdict(kill_reason: Option<String>, exit: ExitInfo) -> (JobStatus, Option<String>) {
-    match (kill_reason, exit) {
-        (Some(reason), _) => (JobStatus::Killed, Some(reason)),
-        (None, ExitInfo::Code(0)) => (JobStatus::Completed, None),
-        (None, ExitInfo::Code(c)) => (JobStatus::Failed, Some(format!("exited with code {c}"))),
-        (None, ExitInfo::Signal(n)) => (
-            JobStatus::Failed,
-            Some(format!("killed by {}", signal::signal_name(n))),
-        ),
-    }
-}
-
-/// Makes a job final: the one place a job leaves `running`.
+/// Makes a job final: the one place a job leaves `running` (through [`State::finish`]).
 ///
 /// Durable first: with a store, the final record is on disk before the final status can be
 /// seen, so a status a client has seen survives a crash at any moment. The job's lock is held
-/// from the first change to the last (the record write included: about a millisecond), so no
-/// reader ever sees a half-finished job, and every write to the job's directory is done
+/// from the first change to the last (the transition and the record write: about a
+/// millisecond), so no reader ever sees a half-finished job or a final status not yet on disk, and every write to the job's directory is done
 /// before it reads final (a `remove` then cannot be undone by a late write).
 fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
     let finished = Utc::now();
@@ -332,23 +284,19 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
     let mut s = lock(&job.state);
     s.term.finish();
     s.log_final_lines();
-    if s.kill_reason.is_none() && store.is_some_and(|st| st.kill_requested(job.id)) {
-        s.kill_reason = Some("killed by ptyjobs kill".into());
-    }
-    let (status, reason) = verdict(s.kill_reason.take(), exit);
+    let requested = || {
+        store
+            .is_some_and(|st| st.kill_requested(job.id))
+            .then(|| "killed by ptyjobs kill".to_owned())
+    };
+    // The running phase's PTY master is dropped last, under the lock, as the job's last change.
+    let Some(_master) = s.finish(exit, finished, finished_at, requested) else {
+        return;
+    };
     if let Some(store) = store
         && s.record.is_some()
     {
-        let mut info = job.info_of(&s);
-        info.status = status;
-        info.reason = reason.clone();
-        (info.exit_code, info.signal) = match exit {
-            ExitInfo::Code(c) => (Some(c), None),
-            ExitInfo::Signal(n) => (None, Some(signal::signal_name(n))),
-        };
-        info.finished = Some(finished);
-        info.duration_ms = u64::try_from(finished_at.duration_since(job.started_at).as_millis())
-            .unwrap_or(u64::MAX);
+        let info = job.info_of(&s);
         // A finished job keeps no file open: hundreds of finished jobs stay listed.
         let truncated = s.log.as_mut().map(|log| {
             log.close();
@@ -366,12 +314,6 @@ fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
         // Every line is in the log now; the saved screen lines would repeat them.
         store.write_screen(job.id, None);
     }
-    s.exit = Some(exit);
-    s.finished = Some(finished);
-    s.finished_at = Some(finished_at);
-    s.master = None;
-    s.status = status;
-    s.reason = reason;
 }
 
 /// A job found by id: one this manager runs or ran, or one known only from the state directory.
@@ -470,7 +412,7 @@ impl JobManager {
         let inner = Arc::new(Inner {
             config,
             runtime,
-            table: Mutex::new(Table::default()),
+            table: Ranked::new(Rank::Table, Table::default()),
             store,
             base_env,
         });

@@ -136,7 +136,7 @@ impl JobManager {
         let s = lock(&job.state);
         let on_disk = s.log.as_ref().map_or(0, crate::store::LogWriter::lines);
         // An empty read at the end: the counts, nothing copied.
-        let meta = s.term.slice(Some(u64::MAX), Some(0), s.status);
+        let meta = s.term.slice(Some(u64::MAX), Some(0), s.status());
         let (end, dropped) = (meta.total_lines, meta.dropped_lines);
         let offset = match start {
             Start::Offset(offset) => offset,
@@ -180,7 +180,7 @@ impl JobManager {
             total_lines: end,
             dropped_lines: dropped,
             final_lines: meta.final_lines,
-            status: s.status,
+            status: s.status(),
         }
     }
 
@@ -209,7 +209,7 @@ impl JobManager {
         match self.inner.find(id)? {
             Found::Live(job) => {
                 let s = lock(&job.state);
-                Ok((s.term.screen(), s.status))
+                Ok((s.term.screen(), s.status()))
             }
             Found::Stored(job) => {
                 let status = self.stored_info(&job).status;
@@ -271,7 +271,7 @@ impl JobManager {
     pub fn remove(&self, id: JobId) -> Result<()> {
         match self.inner.find(id)? {
             Found::Live(job) => {
-                if !lock(&job.state).status.is_final() {
+                if !lock(&job.state).is_final() {
                     return Err(Error::InvalidArgument(format!(
                         "job {id} is still running: kill it first"
                     )));

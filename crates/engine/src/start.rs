@@ -4,7 +4,7 @@
 //! record.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
@@ -12,13 +12,13 @@ use tokio::sync::watch;
 
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobInfo, JobSpec, JobStatus};
+use crate::job::{JobId, JobInfo, JobSpec};
 use crate::kill::{self, Target};
 use crate::manager::{Inner, Job, JobEvent, JobManager, JobSink, State, check_size};
 use crate::pipeline::Lane;
 use crate::signal::Signal;
 use crate::store::JobRecord;
-use crate::sync::lock;
+use crate::sync::{Rank, Ranked, lock};
 use crate::sys::Leader;
 use crate::sys::pty;
 use crate::sys::spawn::{self, SpawnSpec};
@@ -72,24 +72,19 @@ impl JobManager {
             leader: child.leader.clone(),
             started: Utc::now(),
             started_at: Instant::now(),
-            state: Mutex::new(State {
-                status: JobStatus::Running,
-                exit: None,
-                finished: None,
-                finished_at: None,
-                reason: None,
-                kill_reason: None,
-                term: Terminal::new(
-                    cols,
-                    rows,
-                    inner.config.transcript_bytes,
-                    inner.config.max_line_bytes,
+            state: Ranked::new(
+                Rank::Job,
+                State::running(
+                    Terminal::new(
+                        cols,
+                        rows,
+                        inner.config.transcript_bytes,
+                        inner.config.max_line_bytes,
+                    ),
+                    (cols, rows),
+                    Arc::clone(&master),
                 ),
-                size: (cols, rows),
-                master: Some(Arc::clone(&master)),
-                record: None,
-                log: None,
-            }),
+            ),
             events,
             done,
             input: Default::default(),

@@ -51,14 +51,10 @@ impl Inner {
                     continue;
                 }
             };
-            {
-                let mut s = lock(&job.state);
-                if s.status.is_final() {
-                    reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
-                    continue;
-                }
-                // The job ends by our hand from here on: its status will say so.
-                s.kill_reason.get_or_insert_with(|| reason.to_owned());
+            // The job ends by our hand from here on: its status will say so.
+            if !lock(&job.state).set_kill_reason(reason) {
+                reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
+                continue;
             }
             reports.push(None);
             jobs.push(job);
@@ -102,15 +98,7 @@ impl Drop for Inner {
         let targets: Vec<Target> = lock(&self.table)
             .jobs
             .values()
-            .filter(|j| {
-                let mut s = lock(&j.state);
-                let running = !s.status.is_final();
-                if running {
-                    s.kill_reason
-                        .get_or_insert_with(|| "manager dropped".to_owned());
-                }
-                running
-            })
+            .filter(|j| lock(&j.state).set_kill_reason("manager dropped"))
             .map(|j| Target::own(j.id, &j.leader))
             .collect();
         if !targets.is_empty() {
@@ -155,7 +143,7 @@ impl JobManager {
             let t = lock(&self.inner.table);
             t.jobs
                 .values()
-                .filter(|j| !lock(&j.state).status.is_final())
+                .filter(|j| !lock(&j.state).is_final())
                 .map(|j| j.id)
                 .collect()
         };

@@ -183,7 +183,7 @@ impl JobManager {
             input_rx.borrow_and_update();
             if spec.input
                 && let Some(wait) = job.waiting.current()
-                && !lock(&job.state).status.is_final()
+                && !lock(&job.state).is_final()
             {
                 let mut out = self.outcome(id, WaitReason::InputWanted, None, capped, start)?;
                 out.input = Some(wait);
@@ -222,7 +222,7 @@ impl JobManager {
             }
             if now >= deadline {
                 // A job that ended right at the deadline reports its exit, not a timeout.
-                if lock(&job.state).status.is_final() {
+                if lock(&job.state).is_final() {
                     break WaitReason::Exited;
                 }
                 break WaitReason::Timeout;
@@ -293,7 +293,7 @@ impl JobManager {
             pattern,
             context,
             max_matches,
-            s.status,
+            s.status(),
         ))
     }
 

@@ -131,7 +131,7 @@ type Output = broadcast::Receiver<Arc<[u8]>>;
 /// after it (taken under one lock).
 fn formatted_screen_and_tap(job: &Job) -> Option<(Vec<u8>, Output)> {
     let mut s = lock(&job.state);
-    if s.status.is_final() {
+    if s.is_final() {
         return None;
     }
     Some((s.term.screen_formatted(), job.tap.subscribe()))

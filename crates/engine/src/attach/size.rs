@@ -37,7 +37,7 @@ static NEXT_VIEWER: AtomicU64 = AtomicU64::new(1);
 fn size_now(jobs: &JobManager, id: JobId) -> Option<(u16, u16)> {
     let job = jobs.inner.job(id).ok()?;
     let s = lock(&job.state);
-    (!s.status.is_final()).then_some(s.size)
+    (!s.is_final()).then_some(s.size)
 }
 
 /// One person attached to a job: sizes the job to their terminal for as long as it lives, and

@@ -397,7 +397,7 @@ impl Store {
             }
             Err(e) => return Err(e.into()),
         };
-        let mut record: JobRecord = serde_json::from_slice(&text).map_err(|e| {
+        let mut record = JobRecord::from_json(&text).map_err(|e| {
             Error::Io(std::io::Error::other(format!(
                 "job record {} is unreadable: {e}",
                 dir.join(META).display()
