@@ -57,11 +57,9 @@ impl Termination {
 pub(crate) fn terminal_width() -> Option<usize> {
     #[cfg(unix)]
     {
-        // SAFETY: `winsize` is plain integers, zero is a valid value; TIOCGWINSZ only writes it.
-        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-        // SAFETY: fd 1 is ours to query; the pointer is to a live `winsize`.
-        let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
-        (r == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+        use std::os::fd::AsFd;
+        let ws = rustix::termios::tcgetwinsize(std::io::stdout().as_fd()).ok()?;
+        (ws.ws_col > 0).then_some(usize::from(ws.ws_col))
     }
     #[cfg(windows)]
     {
@@ -74,14 +72,16 @@ pub(crate) fn terminal_width() -> Option<usize> {
 pub(crate) fn stdout_reader_gone() -> bool {
     #[cfg(unix)]
     {
-        let mut fd = libc::pollfd {
-            fd: libc::STDOUT_FILENO,
-            events: 0,
-            revents: 0,
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let stdout = std::io::stdout();
+        let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+        // No wait: a zero timeout only looks.
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
         };
-        // SAFETY: one valid `pollfd`, no wait; poll only writes `revents`.
-        let r = unsafe { libc::poll(&mut fd, 1, 0) };
-        r > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+        poll(&mut fds, Some(&now)).is_ok_and(|n| n > 0)
+            && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
     }
     #[cfg(windows)]
     {

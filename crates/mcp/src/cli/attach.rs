@@ -9,18 +9,17 @@
 //! and restored when the command ends, on every path out (a guard restores it on drop).
 
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use nix::errno::Errno;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-use nix::sys::termios::{SetArg, Termios, cfmakeraw, tcgetattr, tcsetattr};
 use ptyjobs_engine::{
     ATTACH_VERSION, AttachHello, AttachReply, Store, attach_keys_frame, attach_resize_frame,
     attach_socket_path,
 };
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::Errno;
+use rustix::termios::{OptionalActions, Termios, tcgetattr, tcgetwinsize, tcsetattr};
 
 use super::{CmdResult, Failure};
 
@@ -45,29 +44,33 @@ extern "C" fn on_winch(_: libc::c_int) {
     WINCH.store(true, Ordering::SeqCst);
 }
 
+/// Installs `handler` for `sig` with no flags (so no `SA_RESTART`: a blocking poll returns
+/// `EINTR`) and an empty mask. Raw `libc`: rustix has no API to install a signal handler (its
+/// `kernel_sigaction` is a Linux-only runtime internal), and the one in the tree,
+/// signal-hook-registry (through tokio), always installs with `SA_RESTART`.
+fn install(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: `sigaction` is plain data; all-zero is a valid value (no flags, no restorer),
+    // and every field that matters is set below.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler as *const () as libc::sighandler_t;
+    // SAFETY: `sa_mask` is a live `sigset_t` owned by `action`.
+    unsafe { libc::sigemptyset(&mut action.sa_mask) };
+    // SAFETY: `action` is fully initialised and outlives the call; the handler only stores to
+    // an atomic, which is async-signal-safe; the old action is not asked for (null).
+    unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) };
+}
+
 /// Catches SIGWINCH (without `SA_RESTART`, like [`catch_signals`]) so that a resize of the
 /// person's terminal reaches the job.
 fn catch_resizes() {
-    let action = SigAction::new(
-        SigHandler::Handler(on_winch),
-        SaFlags::empty(),
-        SigSet::empty(),
-    );
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    let _ = unsafe { sigaction(Signal::SIGWINCH, &action) };
+    install(libc::SIGWINCH, on_winch);
 }
 
 /// Catches the signals that would end the command, without `SA_RESTART`: the poll returns
 /// `EINTR` and the loop sees [`STOP`].
 fn catch_signals() {
-    let action = SigAction::new(
-        SigHandler::Handler(on_signal),
-        SaFlags::empty(),
-        SigSet::empty(),
-    );
-    for sig in [Signal::SIGTERM, Signal::SIGHUP, Signal::SIGQUIT] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        let _ = unsafe { sigaction(sig, &action) };
+    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        install(sig, on_signal);
     }
 }
 
@@ -84,8 +87,8 @@ impl<'a> RawMode<'a> {
             return Ok(None);
         };
         let mut raw = saved.clone();
-        cfmakeraw(&mut raw);
-        tcsetattr(fd, SetArg::TCSANOW, &raw)
+        raw.make_raw();
+        tcsetattr(fd, OptionalActions::Now, &raw)
             .map_err(|e| Failure::msg(format!("cannot put the terminal in raw mode: {e}")))?;
         Ok(Some(Self { fd, saved }))
     }
@@ -93,24 +96,15 @@ impl<'a> RawMode<'a> {
 
 impl Drop for RawMode<'_> {
     fn drop(&mut self) {
-        let _ = tcsetattr(self.fd, SetArg::TCSANOW, &self.saved);
+        let _ = tcsetattr(self.fd, OptionalActions::Now, &self.saved);
     }
 }
 
 /// The size of the terminal on `fd`, or 80×24.
 fn size_of(fd: BorrowedFd<'_>) -> (u16, u16) {
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one winsize into the pointer, which outlives the call.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) };
-    if r == 0 && ws.ws_col > 0 && ws.ws_row > 0 {
-        (ws.ws_col, ws.ws_row)
-    } else {
-        (80, 24)
+    match tcgetwinsize(fd) {
+        Ok(ws) if ws.ws_col > 0 && ws.ws_row > 0 => (ws.ws_col, ws.ws_row),
+        _ => (80, 24),
     }
 }
 
@@ -229,19 +223,22 @@ fn pump(sock: &mut UnixStream, input: BorrowedFd<'_>) -> Result<End, Failure> {
         }
         let (sock_ready, input_ready) = {
             let mut fds = [
-                PollFd::new(sock.as_fd(), PollFlags::POLLIN),
-                PollFd::new(input, PollFlags::POLLIN),
+                PollFd::from_borrowed_fd(sock.as_fd(), PollFlags::IN),
+                PollFd::from_borrowed_fd(input, PollFlags::IN),
             ];
             // A bounded poll: a signal that came just before it is seen within half a second.
-            match poll(&mut fds, PollTimeout::from(500u16)) {
+            let half_second = Timespec {
+                tv_sec: 0,
+                tv_nsec: 500_000_000,
+            };
+            match poll(&mut fds, Some(&half_second)) {
                 Ok(_) => {}
-                Err(Errno::EINTR) => continue,
+                Err(Errno::INTR) => continue,
                 Err(e) => return Err(Failure::msg(format!("poll: {e}"))),
             }
             let ready = |f: &PollFd<'_>| {
-                f.revents().is_some_and(|r| {
-                    r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
-                })
+                f.revents()
+                    .intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR)
             };
             (ready(&fds[0]), ready(&fds[1]))
         };
@@ -257,10 +254,10 @@ fn pump(sock: &mut UnixStream, input: BorrowedFd<'_>) -> Result<End, Failure> {
             }
         }
         if input_ready {
-            let n = match nix::unistd::read(input, &mut buf) {
+            let n = match rustix::io::read(input, &mut buf[..]) {
                 Ok(0) => return Ok(End::Detached),
                 Ok(n) => n,
-                Err(Errno::EINTR | Errno::EAGAIN) => continue,
+                Err(Errno::INTR | Errno::AGAIN) => continue,
                 Err(e) => return Err(Failure::msg(format!("reading the terminal: {e}"))),
             };
             let keys = &buf[..n];
