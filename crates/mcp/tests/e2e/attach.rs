@@ -57,7 +57,8 @@ impl Person {
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
                 libc::setsid();
-                libc::ioctl(0, libc::TIOCSCTTY, 0);
+                // The request's C type differs between Linux and macOS: let the call decide.
+                libc::ioctl(0, libc::TIOCSCTTY as _, 0);
                 Ok(())
             });
         }
