@@ -308,7 +308,7 @@ export interface JobInfo {
   /**
    * True while the job waits for input: its foreground process is blocked reading the
    * terminal and its output has been quiet for a moment (a `Password:` or `[y/N]` prompt,
-   * a REPL). Linux only (always false elsewhere); see the README for when it can be wrong.
+   * a REPL). Linux only (always false elsewhere); see docs/TERMINAL.md for when it can be wrong.
    */
   waitingForInput: boolean
   /**

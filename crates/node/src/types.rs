@@ -149,7 +149,7 @@ pub struct JobInfo {
     pub this_server: bool,
     /// True while the job waits for input: its foreground process is blocked reading the
     /// terminal and its output has been quiet for a moment (a `Password:` or `[y/N]` prompt,
-    /// a REPL). Linux only (always false elsewhere); see the README for when it can be wrong.
+    /// a REPL). Linux only (always false elsewhere); see docs/TERMINAL.md for when it can be wrong.
     pub waiting_for_input: bool,
     /// While `waitingForInput`: whether the terminal echoes what is typed (false for a
     /// password, which then never appears in the output).
