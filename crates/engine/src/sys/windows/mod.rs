@@ -7,6 +7,7 @@
 //! the second leaves the child writing nowhere.
 
 pub(crate) mod acl;
+pub(crate) mod attach;
 pub(crate) mod fs;
 pub(crate) mod launch;
 pub(crate) mod procs;
