@@ -9,6 +9,7 @@
 pub(crate) mod acl;
 pub(crate) mod attach;
 pub(crate) mod fs;
+mod lane;
 pub(crate) mod launch;
 pub(crate) mod procs;
 pub(crate) mod pty;
