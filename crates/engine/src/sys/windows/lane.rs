@@ -103,3 +103,61 @@ impl LaneReader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::{ExitInfo, Sink, start_workers};
+
+    struct Record(Arc<Mutex<Vec<u8>>>);
+
+    impl Sink for Record {
+        fn data(&self, bytes: &[u8]) {
+            lock(&self.0).extend_from_slice(bytes);
+        }
+        fn exited(&self, _exit: ExitInfo) {}
+        fn drain_timeout(&self) {}
+    }
+
+    #[test]
+    fn a_full_lane_holds_the_reader_until_it_is_parsed_and_loses_nothing() {
+        start_workers().expect("workers");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let lane = Lane::new(Record(seen.clone()));
+        let chunk: Vec<u8> = (0..64 * 1024).map(|i| (i % 251) as u8).collect();
+        let rounds = 3 * crate::pipeline::LANE_CAP / chunk.len();
+        let (pushed, reader_lane) = (Arc::new(Mutex::new(0usize)), lane.clone());
+        let (count, bytes) = (pushed.clone(), chunk.clone());
+        let reader = std::thread::spawn(move || {
+            let mut r = LaneReader::new(reader_lane);
+            for _ in 0..rounds {
+                r.push(&bytes);
+                *lock(&count) += 1;
+            }
+        });
+        // Closed, the lane takes one cap's worth and then holds the reader (in its last push,
+        // not counted yet).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while *lock(&pushed) < crate::pipeline::LANE_CAP / chunk.len() - 1 {
+            assert!(
+                Instant::now() < deadline,
+                "the reader never filled the lane"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(
+            *lock(&pushed) < crate::pipeline::LANE_CAP / chunk.len(),
+            "a full lane holds the reader"
+        );
+        lane.open();
+        reader
+            .join()
+            .expect("the reader finishes once the lane is parsed");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while lock(&seen).len() < rounds * chunk.len() {
+            assert!(Instant::now() < deadline, "not everything was parsed");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(*lock(&seen), chunk.repeat(rounds));
+    }
+}
