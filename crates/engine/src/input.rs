@@ -154,7 +154,6 @@ pub(crate) trait Probed {
 
 /// How long after output stops the first [`on_quiet`] call is due (`None`: never, where
 /// nothing can be looked at).
-#[cfg_attr(windows, allow(dead_code))] // the Windows reader asks for no quiet probes
 pub(crate) fn quiet_delay() -> Option<Duration> {
     input_probe::AVAILABLE.then_some(QUIET)
 }

@@ -49,9 +49,10 @@ mod tap;
 mod terminal;
 mod wait;
 
-pub use attach::{ATTACH_VERSION, AttachHello, AttachReply, AttachServer, attach_socket_path};
-#[cfg(unix)]
-pub use attach::{attach_keys_frame, attach_resize_frame};
+pub use attach::{
+    ATTACH_VERSION, AttachHello, AttachReply, AttachServer, attach_keys_frame, attach_resize_frame,
+    attach_socket_path,
+};
 pub use config::{EngineConfig, prefer_prompt_wakeups, raise_fd_limit};
 pub use error::{Error, Result};
 pub use follow::{Follow, Followed};

@@ -33,8 +33,15 @@ pub(crate) enum ExitInfo {
     /// Exited with this code.
     Code(i32),
     /// Died of this signal.
-    #[cfg_attr(windows, allow(dead_code))] // Windows has no signals
     Signal(i32),
+}
+
+impl ExitInfo {
+    /// An exit status as a reader got it: its code, or the signal that ended it (`None`: it
+    /// has not ended). Platforms without signals pass `None` for `signal`.
+    pub(crate) fn from_status(code: Option<i32>, signal: Option<i32>) -> Option<Self> {
+        code.map(Self::Code).or(signal.map(Self::Signal))
+    }
 }
 
 /// How long output must pause before [`Sink::idle`] is called.
@@ -61,7 +68,6 @@ pub(crate) trait Sink: Send + Sync + 'static {
     fn idle(&self) {}
     /// How long after output stops (or the job starts) the first [`Sink::quiet`] call is due;
     /// `None`: never.
-    #[cfg_attr(windows, allow(dead_code))] // no quiet probes on Windows
     fn quiet_delay(&self) -> Option<Duration> {
         None
     }
@@ -95,8 +101,6 @@ type Notify = Box<dyn Fn(Notice) + Send + Sync>;
 /// One job's queue between its reader and the parse workers.
 pub(crate) struct Lane {
     state: Mutex<Queued>,
-    /// Signalled when a full lane is emptied, for readers that block ([`Lane::push_blocking`]).
-    room: Condvar,
     sink: Box<dyn Sink>,
     notify: OnceLock<Notify>,
 }
@@ -128,14 +132,12 @@ impl Lane {
     pub(crate) fn new(sink: impl Sink) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(Queued::default()),
-            room: Condvar::new(),
             sink: Box::new(sink),
             notify: OnceLock::new(),
         })
     }
 
-    /// Sets how the lane reaches its reader (once; a reader that blocks needs none).
-    #[cfg_attr(windows, allow(dead_code))] // the Windows reader blocks
+    /// Sets how the lane reaches its reader (once).
     pub(crate) fn set_notify(&self, notify: impl Fn(Notice) + Send + Sync + 'static) {
         let _ = self.notify.set(Box::new(notify));
     }
@@ -147,7 +149,6 @@ impl Lane {
     }
 
     /// See [`Sink::quiet_delay`].
-    #[cfg_attr(windows, allow(dead_code))] // no quiet probes on Windows
     pub(crate) fn quiet_delay(&self) -> Option<Duration> {
         self.sink.quiet_delay()
     }
@@ -171,27 +172,12 @@ impl Lane {
         room
     }
 
-    /// Queues bytes, waiting while the lane is full: for a reader with a thread of its own.
-    #[cfg_attr(unix, allow(dead_code))] // the Unix reader is the reactor, which never blocks
-    pub(crate) fn push_blocking(self: &Arc<Self>, bytes: &[u8]) {
-        let mut q = lock(&self.state);
-        while q.bytes.len() >= LANE_CAP && q.open && !q.done {
-            q = self
-                .room
-                .wait(q)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        drop(q);
-        self.push(bytes);
-    }
-
     /// Output paused for [`IDLE`].
     pub(crate) fn idle(self: &Arc<Self>) {
         self.update(|q| q.idle = true);
     }
 
     /// Output has been quiet for `quiet`; the answer comes as [`Notice::Quiet`].
-    #[cfg_attr(windows, allow(dead_code))] // no quiet probes on Windows
     pub(crate) fn quiet(self: &Arc<Self>, quiet: Duration) {
         self.update(|q| q.quiet = Some(quiet));
     }
@@ -240,7 +226,6 @@ impl Lane {
             )
         };
         if resume {
-            self.room.notify_all();
             self.tell(Notice::Resume);
         }
         for piece in bytes.chunks(FEED_PIECE) {
@@ -343,7 +328,6 @@ impl Pool {
                     q.scheduled = false;
                     q.bytes = Vec::new();
                     drop(q);
-                    lane.room.notify_all();
                     lane.tell(Notice::Resume);
                     false
                 });
@@ -404,7 +388,7 @@ mod tests {
         for i in 0..2000u32 {
             let piece = format!("{i}\n");
             expected.extend_from_slice(piece.as_bytes());
-            lane.push_blocking(piece.as_bytes());
+            assert!(lane.push(piece.as_bytes()), "far below the cap");
             if i == 10 {
                 assert!(lock(&rec.seen).is_empty(), "nothing is parsed while closed");
                 lane.open();

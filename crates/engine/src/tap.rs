@@ -11,7 +11,6 @@ use crate::sync::lock;
 pub(crate) struct Tap(Mutex<Option<broadcast::Sender<Arc<[u8]>>>>);
 
 /// Output batches an attached client may lag behind before it is sent the screen again.
-#[cfg_attr(not(unix), allow(dead_code))]
 const TAP_BATCHES: usize = 64;
 
 impl Tap {
@@ -28,7 +27,6 @@ impl Tap {
     }
 
     /// A receiver of the output from now on (call with the job's state locked).
-    #[cfg_attr(not(unix), allow(dead_code))]
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<[u8]>> {
         lock(&self.0)
             .get_or_insert_with(|| broadcast::channel(TAP_BATCHES).0)

@@ -2,14 +2,13 @@
 //! the server owns in its state directory. Nothing listens on the network.
 //!
 //! The socket's place and checks, and the protocol, are documented on [`AttachServer`].
+//! Attaching is offered on Unix only (a Unix socket with peer credentials); elsewhere
+//! [`JobManager::serve_attach`](crate::JobManager::serve_attach) fails with an `Unsupported`
+//! I/O error. This module is the same on every platform: the socket itself is `sys::attach`.
 
-#[cfg(unix)]
 mod frames;
-#[cfg(unix)]
 mod session;
-#[cfg(unix)]
 mod size;
-#[cfg(unix)]
 mod socket;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +19,6 @@ use tokio::sync::watch;
 /// The newest protocol version this engine speaks (it also serves version 1 clients).
 pub const ATTACH_VERSION: u32 = 2;
 
-#[cfg(unix)]
 pub use frames::{attach_keys_frame, attach_resize_frame};
 
 /// The first line a client sends.
@@ -104,7 +102,6 @@ pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
 #[derive(Debug)]
 pub struct AttachServer {
     path: PathBuf,
-    #[cfg_attr(not(unix), allow(dead_code))]
     stop: watch::Sender<bool>,
 }
 
@@ -112,20 +109,5 @@ impl AttachServer {
     /// Where the socket is.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-#[cfg(not(unix))]
-impl crate::manager::JobManager {
-    /// Attaching is offered on Unix only (a Unix socket with peer credentials): here it
-    /// always fails.
-    ///
-    /// # Errors
-    /// Always [`crate::Error::Io`] of kind `Unsupported`.
-    pub fn serve_attach(&self) -> crate::Result<AttachServer> {
-        Err(crate::Error::Io(std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "attaching to a job (ptyjobs attach) is not offered on this platform",
-        )))
     }
 }

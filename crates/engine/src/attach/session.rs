@@ -6,17 +6,17 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{broadcast, watch};
 
 use super::frames::{Decoder, Frame};
 use super::size::Viewer;
-use super::socket::{my_uid, peer_allowed};
+use super::socket::peer_allowed;
 use super::{ATTACH_VERSION, AttachHello, AttachReply};
 use crate::error::Error;
 use crate::job::JobId;
 use crate::manager::{Inner, Job, JobManager};
 use crate::sync::lock;
+use crate::sys::attach::{Listener, Peer, my_uid};
 
 /// Longest hello line.
 const HELLO_MAX: u64 = 4096;
@@ -28,7 +28,7 @@ const WRITE_DEADLINE: Duration = Duration::from_secs(2);
 /// Accepts clients until `stopped` turns true (or the manager is gone).
 pub(super) async fn accept_loop(
     inner: Weak<Inner>,
-    listener: UnixListener,
+    listener: Listener,
     mut stopped: watch::Receiver<bool>,
 ) {
     loop {
@@ -37,10 +37,10 @@ pub(super) async fn accept_loop(
             r = listener.accept() => r,
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok(peer) => {
                 let Some(inner) = inner.upgrade() else { return };
                 tokio::spawn(async move {
-                    if let Err(e) = serve(JobManager { inner }, stream).await {
+                    if let Err(e) = serve(JobManager { inner }, peer).await {
                         tracing::debug!("attach session ended: {e}");
                     }
                 });
@@ -184,11 +184,8 @@ enum Step {
     Ended,
 }
 
-async fn serve(jobs: JobManager, stream: UnixStream) -> io::Result<()> {
-    let allowed = stream
-        .peer_cred()
-        .is_ok_and(|c| peer_allowed(c.uid(), my_uid()));
-    let (rd, mut wr) = stream.into_split();
+async fn serve(jobs: JobManager, (uid, rd, mut wr): Peer) -> io::Result<()> {
+    let allowed = uid.is_some_and(|uid| peer_allowed(uid, my_uid()));
     if !allowed {
         let why = "refused: only the user running the ptyjobs server may attach to its jobs";
         return refuse(rd, &mut wr, why).await;

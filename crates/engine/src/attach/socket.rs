@@ -1,10 +1,10 @@
-//! The attach socket on Unix: where it lives, the checks on its directory and its peers, and
-//! listening on it (see [`AttachServer`] for the contract).
+//! The attach socket: where it lives, who may connect, and listening on it (see
+//! [`AttachServer`] for the contract). The platform part (the socket itself, the checks on its
+//! directory, the peer's uid) is `crate::sys::attach`; where attaching is not offered, its
+//! [`attach::supported`] fails and so does [`JobManager::serve_attach`].
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -12,59 +12,13 @@ use tokio::sync::watch;
 use super::{AttachServer, attach_socket_path, session};
 use crate::error::{Error, Result};
 use crate::manager::JobManager;
+use crate::sys::attach;
 
 impl Drop for AttachServer {
     fn drop(&mut self) {
         self.stop.send_replace(true);
-        if is_own_socket(&self.path) {
+        if attach::is_own_socket(&self.path) {
             let _ = fs::remove_file(&self.path);
-        }
-    }
-}
-
-pub(super) fn my_uid() -> u32 {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Whether `path` (not followed) is a socket owned by this user.
-fn is_own_socket(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket() && m.uid() == my_uid())
-}
-
-/// Creates (0700) and checks the socket directory: a real directory, ours, private.
-fn socket_dir(state_dir: &Path) -> io::Result<PathBuf> {
-    let dir = state_dir.join("sock");
-    match fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-        _ => {}
-    }
-    let m = fs::symlink_metadata(&dir)?;
-    if !m.file_type().is_dir() || m.uid() != my_uid() || m.mode() & 0o077 != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} is not a private directory of this user (mode 0700): not listening there",
-                dir.display()
-            ),
-        ));
-    }
-    Ok(dir)
-}
-
-/// Removes the sockets in `dir` that nobody listens on any more (their server is gone).
-fn sweep(dir: &Path, keep: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for path in entries.filter_map(|e| Some(e.ok()?.path())) {
-        if path == keep || path.extension().is_none_or(|x| x != "sock") || !is_own_socket(&path) {
-            continue;
-        }
-        if let Err(e) = std::os::unix::net::UnixStream::connect(&path)
-            && e.kind() == io::ErrorKind::ConnectionRefused
-        {
-            let _ = fs::remove_file(&path);
         }
     }
 }
@@ -80,19 +34,22 @@ impl JobManager {
     /// on the manager's runtime until the returned guard is dropped.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] without a state directory; [`Error::Io`] when the socket
-    /// directory is not private or the socket cannot be made.
+    /// [`Error::Io`] of kind `Unsupported` where attaching is not offered (it is on Unix only:
+    /// a Unix socket with peer credentials); [`Error::InvalidArgument`] without a state
+    /// directory; [`Error::Io`] when the socket directory is not private or the socket cannot
+    /// be made.
     pub fn serve_attach(&self) -> Result<AttachServer> {
+        attach::supported()?;
         let store = self
             .store()
             .ok_or_else(|| Error::InvalidArgument("attaching needs a state directory".into()))?;
         let instance = store
             .instance()
             .ok_or_else(|| Error::InvalidArgument("a reader's store cannot serve".into()))?;
-        let dir = socket_dir(&store.config().dir)?;
+        let dir = attach::socket_dir(&store.config().dir)?;
         let path = attach_socket_path(&store.config().dir, instance);
         if fs::symlink_metadata(&path).is_ok() {
-            if !is_own_socket(&path) {
+            if !attach::is_own_socket(&path) {
                 return Err(Error::Io(io::Error::new(
                     io::ErrorKind::AlreadyExists,
                     format!("{} exists and is not our socket", path.display()),
@@ -100,18 +57,15 @@ impl JobManager {
             }
             fs::remove_file(&path)?;
         }
-        let std_listener = std::os::unix::net::UnixListener::bind(&path)?;
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
-        std_listener.set_nonblocking(true)?;
         let listener = {
             let _enter = self.inner.runtime.enter();
-            tokio::net::UnixListener::from_std(std_listener)?
+            attach::Listener::bind(&path)?
         };
         let (stop, stopped) = watch::channel(false);
         let keep = path.clone();
         self.inner
             .runtime
-            .spawn_blocking(move || sweep(&dir, &keep));
+            .spawn_blocking(move || attach::sweep(&dir, &keep));
         self.inner.runtime.spawn(session::accept_loop(
             Arc::downgrade(&self.inner),
             listener,
@@ -124,6 +78,7 @@ impl JobManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn the_socket_path_is_short_and_cannot_leave_its_directory() {
@@ -135,49 +90,9 @@ mod tests {
 
     #[test]
     fn only_the_same_uid_may_attach() {
-        let me = my_uid();
+        let me = attach::my_uid();
         assert!(peer_allowed(me, me));
         assert!(!peer_allowed(me.wrapping_add(1), me));
         assert!(!peer_allowed(65534, 0));
-    }
-
-    #[tokio::test]
-    async fn the_peer_uid_comes_from_the_kernel() {
-        // What the accept loop reads: SO_PEERCRED of a connected pair is this process's uid.
-        let (a, _b) = tokio::net::UnixStream::pair().unwrap();
-        let uid = a.peer_cred().unwrap().uid();
-        assert!(peer_allowed(uid, my_uid()));
-        assert!(!peer_allowed(uid, my_uid().wrapping_add(1)));
-    }
-
-    #[test]
-    fn a_planted_file_or_a_public_directory_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        // A file where the directory should be.
-        fs::write(tmp.path().join("sock"), b"x").unwrap();
-        assert!(socket_dir(tmp.path()).is_err());
-        fs::remove_file(tmp.path().join("sock")).unwrap();
-        // A link to somewhere else.
-        let elsewhere = tmp.path().join("elsewhere");
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&elsewhere)
-            .unwrap();
-        std::os::unix::fs::symlink(&elsewhere, tmp.path().join("sock")).unwrap();
-        assert!(socket_dir(tmp.path()).is_err());
-        fs::remove_file(tmp.path().join("sock")).unwrap();
-        // A directory others may enter.
-        fs::DirBuilder::new()
-            .mode(0o755)
-            .create(tmp.path().join("sock"))
-            .unwrap();
-        fs::set_permissions(tmp.path().join("sock"), fs::Permissions::from_mode(0o755)).unwrap();
-        assert!(socket_dir(tmp.path()).is_err());
-        fs::set_permissions(tmp.path().join("sock"), fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(socket_dir(tmp.path()).is_ok());
-        // A regular file at a socket's path is not ours to remove.
-        let planted = tmp.path().join("sock").join("x.sock");
-        fs::write(&planted, b"x").unwrap();
-        assert!(!is_own_socket(&planted));
     }
 }

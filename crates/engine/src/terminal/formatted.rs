@@ -1,6 +1,5 @@
 //! The screen as a person's terminal should draw it: the visible rows with their colours and
 //! attributes, for a person who attaches to a job (`ptyjobs attach`).
-#![cfg_attr(not(unix), allow(dead_code))] // only attaching (Unix) draws it
 
 use super::Terminal;
 

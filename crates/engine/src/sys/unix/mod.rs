@@ -1,6 +1,7 @@
 //! Unix: a PTY pair from `posix_openpt`, the shell started with `posix_spawn` as a new
 //! session leader whose controlling terminal is the PTY.
 
+pub(crate) mod attach;
 pub(crate) mod fs;
 #[cfg(target_os = "linux")]
 pub(crate) mod input_probe;

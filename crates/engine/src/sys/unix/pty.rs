@@ -79,12 +79,6 @@ pub(crate) fn start_reader(
     super::reactor::add(leader, master, drain, lane)
 }
 
-/// An exit status as `ExitInfo`: its code, or the signal that ended it (`None`: it has not
-/// ended).
-fn exit_info(code: Option<i32>, signal: Option<i32>) -> Option<ExitInfo> {
-    code.map(ExitInfo::Code).or(signal.map(ExitInfo::Signal))
-}
-
 /// The child's exit, if it has exited (never waits). On Linux the child is
 /// left unreaped (a zombie): while it is, its pid — and so the job's process group and
 /// session id — cannot be reused, which is what lets the drain timeout signal the session.
@@ -100,7 +94,7 @@ pub(super) fn exited(leader: &Leader) -> Option<ExitInfo> {
                 | rustix::process::WaitIdOptions::NOHANG
                 | rustix::process::WaitIdOptions::NOWAIT,
         )
-        .map(|s| s.and_then(|s| exit_info(s.exit_status(), s.terminating_signal())));
+        .map(|s| s.and_then(|s| ExitInfo::from_status(s.exit_status(), s.terminating_signal())));
         #[cfg(not(target_os = "linux"))]
         let r = {
             let mut out = None;
@@ -112,7 +106,9 @@ pub(super) fn exited(leader: &Leader) -> Option<ExitInfo> {
             });
             match out {
                 Some(r) => r.map(|s| {
-                    s.and_then(|(_, s)| exit_info(s.exit_status(), s.terminating_signal()))
+                    s.and_then(|(_, s)| {
+                        ExitInfo::from_status(s.exit_status(), s.terminating_signal())
+                    })
                 }),
                 None => return Some(ExitInfo::Code(-1)),
             }

@@ -7,7 +7,9 @@
 //! the second leaves the child writing nowhere.
 
 pub(crate) mod acl;
+pub(crate) mod attach;
 pub(crate) mod fs;
+mod lane;
 pub(crate) mod launch;
 pub(crate) mod procs;
 pub(crate) mod pty;

@@ -18,6 +18,7 @@ use windows_sys::Win32::System::Console::{COORD, ClosePseudoConsole, HPCON, Resi
 use windows_sys::Win32::System::Pipes::PeekNamedPipe;
 use windows_sys::Win32::System::Threading::{GetExitCodeProcess, WaitForSingleObject};
 
+use super::lane::LaneReader;
 pub(crate) use crate::pipeline::ExitInfo;
 use crate::pipeline::{IDLE, Lane};
 
@@ -104,7 +105,7 @@ pub(crate) fn start_reader(
     std::thread::Builder::new()
         .name(format!("ptyjobs-job-{}", leader.pid))
         .stack_size(256 * 1024)
-        .spawn(move || read_loop(&leader, &master, drain, &lane))?;
+        .spawn(move || read_loop(&leader, &master, drain, LaneReader::new(lane)))?;
     Ok(())
 }
 
@@ -153,10 +154,10 @@ fn exited(leader: &Leader, wait: Duration) -> Option<ExitInfo> {
     let mut code = 0u32;
     // SAFETY: as above, with a u32 that outlives the call.
     unsafe { GetExitCodeProcess(process, &mut code) };
-    Some(ExitInfo::Code(code as i32))
+    ExitInfo::from_status(Some(code as i32), None)
 }
 
-fn read_loop(leader: &Arc<Leader>, reader: &Master, drain: Duration, lane: &Arc<Lane>) {
+fn read_loop(leader: &Arc<Leader>, reader: &Master, drain: Duration, mut lane: LaneReader) {
     let mut buf = vec![0u8; READ_BUF];
     let mut exit: Option<ExitInfo> = None;
     let mut drain_until: Option<Instant> = None;
@@ -170,7 +171,7 @@ fn read_loop(leader: &Arc<Leader>, reader: &Master, drain: Duration, lane: &Arc<
                 let want = (n as usize).min(buf.len());
                 match read(&reader.output, &mut buf[..want]) {
                     Some(got) => {
-                        lane.push_blocking(&buf[..got]);
+                        lane.push(&buf[..got]);
                         last_data = Some(Instant::now());
                         continue;
                     }
@@ -205,16 +206,18 @@ fn read_loop(leader: &Arc<Leader>, reader: &Master, drain: Duration, lane: &Arc<
             }
             // The lane's sink ends what is left of the job (through the kill path, which
             // ends the Job Object while the shell is unreaped).
-            lane.drain_timeout();
+            lane.lane().drain_timeout();
             ended_leftovers = true;
             drain_until = Some(Instant::now() + Duration::from_secs(1));
         }
-        // (No quiet probes: a console does not tell which process waits for input.)
+        // Quiet probes as the lane's sink asks for them: none here today (a console does not
+        // tell which process waits for input, so its `quiet_delay` is `None`).
+        lane.tick();
         if let Some(at) = last_data
             && at.elapsed() >= IDLE
         {
             last_data = None;
-            lane.idle();
+            lane.lane().idle();
         }
     }
     let exit = exit.unwrap_or(ExitInfo::Code(-1));
@@ -225,7 +228,7 @@ fn read_loop(leader: &Arc<Leader>, reader: &Master, drain: Duration, lane: &Arc<
         }
         Some(())
     });
-    lane.exit(exit);
+    lane.lane().exit(exit);
 }
 
 /// What a console is typed: a newline (`\n` or `\r\n`) becomes Enter (`\r`), which is what
