@@ -1,10 +1,12 @@
 //! Reading jobs and forgetting them: each read serves a job from memory when this manager
 //! holds it, else from the state directory (jobs of earlier runs and of other servers).
 //!
-//! Every read of a transcript (`output`, `tail`, their budgeted and async forms, and
-//! [`crate::Follow`]) goes through one path: a [`Plan`] made where the job's lines are, then
-//! one windowed read of its disk part and its held part. Reads never write: a job's disk log
-//! is flushed by its writer as lines become final.
+//! Every read of a transcript (`output`, `tail`, their budgeted and async forms,
+//! [`crate::Follow`], and `search`) goes through one path: a [`Plan`] made where the job's
+//! lines are (the one place that tells a live job from a stored one), then either one
+//! windowed read of its disk part and its held part, or one visit of every line (the disk
+//! part streamed) for a search. Reads never write: a job's disk log is flushed by its writer
+//! as lines become final.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
