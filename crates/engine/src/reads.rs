@@ -1,10 +1,12 @@
 //! Reading jobs and forgetting them: each read serves a job from memory when this manager
 //! holds it, else from the state directory (jobs of earlier runs and of other servers).
 //!
-//! Every read of a transcript (`output`, `tail`, their budgeted and async forms, and
-//! [`crate::Follow`]) goes through one path: a [`Plan`] made where the job's lines are, then
-//! one windowed read of its disk part and its held part. Reads never write: a job's disk log
-//! is flushed by its writer as lines become final.
+//! Every read of a transcript (`output`, `tail`, their budgeted and async forms,
+//! [`crate::Follow`], and `search`) goes through one path: a [`Plan`] made where the job's
+//! lines are (the one place that tells a live job from a stored one), then either one
+//! windowed read of its disk part and its held part, or one visit of every line (the disk
+//! part streamed) for a search. Reads never write: a job's disk log is flushed by its writer
+//! as lines become final.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -14,11 +16,11 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
-use crate::manager::{Found, Job, JobEvent, JobManager};
+use crate::manager::{Found, Job, JobEvent, JobManager, State};
 use crate::output::OutputSlice;
 use crate::output::window::{Captured, Plan, Start};
 use crate::store::{Store, StoredJob};
-use crate::sync::lock;
+use crate::sync::{RankedGuard, lock};
 use crate::terminal::ScreenSnapshot;
 
 impl JobManager {
@@ -107,10 +109,10 @@ impl JobManager {
         self.read(id, Start::Last(lines), None, max_bytes)
     }
 
-    /// The one read of a transcript: planned where the job's lines are (memory and the disk
-    /// log for a job this manager runs, the disk log and the saved screen for a stored job),
+    /// The one read of a transcript: planned where the job's lines are (see [`Self::locate`]),
     /// then read within `max_bytes` (see [`crate::output::window`]). Only what the budget
-    /// keeps is read or copied.
+    /// keeps is read or copied: a live job's held lines under its lock, its disk part after
+    /// the lock is released.
     fn read(
         &self,
         id: JobId,
@@ -118,20 +120,66 @@ impl JobManager {
         limit: Option<usize>,
         max_bytes: usize,
     ) -> Result<OutputSlice> {
-        let plan = match self.inner.find(id)? {
-            Found::Live(job) => self.live_plan(&job, start, limit, max_bytes),
-            Found::Stored(job) => self.stored_in()?.plan(&job, start, limit)?,
-        };
+        let found = self.inner.find(id)?;
+        let plan = self
+            .locate(&found, start, limit)?
+            .map_held(|held| held.capture(max_bytes.saturating_add(1)));
         match &self.inner.store {
             Some(store) => store.read_plan(id, plan, max_bytes),
             None => Ok(plan.read_held(max_bytes)?),
         }
     }
 
-    /// Plans a read of a job in memory, under its lock, copying the part memory holds within
-    /// the budget; the disk part (lines memory evicted) is read after the lock is released.
+    /// The one visit of a transcript: calls `f` with each line a read from `start` would
+    /// cover (every line from there on), numbered, until it breaks: the plan's disk part
+    /// streamed a buffer at a time (memory stays bounded whatever the log's size), then its
+    /// held lines. Returns the plan (its counts and status; `held` emptied).
+    ///
+    /// A live job's lock is held while its memory is visited, not while its disk log is: with
+    /// a disk part, lines memory lets go meanwhile are skipped.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
+    pub(crate) fn visit(
+        &self,
+        id: JobId,
+        start: Start,
+        f: &mut dyn FnMut(u64, &str) -> ControlFlow<()>,
+    ) -> Result<Plan<()>> {
+        let found = self.inner.find(id)?;
+        let mut plan = self.locate(&found, start, None)?;
+        if plan.disk_to > plan.first {
+            plan.held.unlock();
+            let store = self.stored_in()?;
+            if store.visit_log(id, plan.first, plan.disk_to, f)?.is_break() {
+                return Ok(plan.map_held(drop));
+            }
+        }
+        plan.held.visit(plan.first.max(plan.disk_to), f);
+        Ok(plan.map_held(drop))
+    }
+
+    /// Plans a read where the job's lines are: memory and the disk log for a job this manager
+    /// runs (its held lines stay under its lock), the disk log and the saved screen for a
+    /// stored job. The one place a transcript's read tells a live job from a stored one.
+    fn locate<'a>(
+        &self,
+        found: &'a Found,
+        start: Start,
+        limit: Option<usize>,
+    ) -> Result<Plan<Held<'a>>> {
+        Ok(match found {
+            Found::Live(job) => self.live_plan(job, start, limit),
+            Found::Stored(job) => self
+                .stored_in()?
+                .plan(job, start, limit)?
+                .map_held(Held::Screen),
+        })
+    }
+
+    /// Plans a read of a job in memory, under its lock (kept in the plan's [`Held::Memory`]).
     /// The log's line count is read, never flushed: its writer flushes as lines become final.
-    fn live_plan(&self, job: &Job, start: Start, limit: Option<usize>, max_bytes: usize) -> Plan {
+    fn live_plan<'a>(&self, job: &'a Job, start: Start, limit: Option<usize>) -> Plan<Held<'a>> {
         let want = limit.map_or(u64::MAX, |l| l as u64);
         let s = lock(&job.state);
         let on_disk = s.log.as_ref().map_or(0, crate::store::LogWriter::lines);
@@ -162,25 +210,22 @@ impl JobManager {
             (from, from, from)
         };
         let mem_to = end.min(first.saturating_add(want)).max(mem_from);
-        let held = Captured::capture(max_bytes.saturating_add(1), |f| {
-            s.term.visit_lines(mem_from, |n, line| {
-                if n >= mem_to {
-                    return ControlFlow::Break(());
-                }
-                f(line);
-                ControlFlow::Continue(())
-            });
-        });
+        let status = s.status();
         Plan {
             requested,
             first,
             disk_to,
-            held,
+            held: Held::Memory {
+                job,
+                state: Some(s),
+                from: mem_from,
+                to: mem_to,
+            },
             tail: matches!(start, Start::Last(_)),
             total_lines: end,
             dropped_lines: dropped,
             final_lines: meta.final_lines,
-            status: s.status(),
+            status,
         }
     }
 
@@ -300,6 +345,81 @@ impl JobManager {
                     });
                 }
                 self.stored_in()?.remove(id)
+            }
+        }
+    }
+}
+
+/// Where a planned read's lines after the disk log's are.
+enum Held<'a> {
+    /// Lines `from..to` of a job in memory, under its lock (`None` once released, to read the
+    /// disk part without stalling the job: taken again to visit them).
+    Memory {
+        job: &'a Job,
+        state: Option<RankedGuard<'a, State>>,
+        from: u64,
+        to: u64,
+    },
+    /// A stored job's saved screen lines in the range.
+    Screen(Vec<String>),
+}
+
+impl Held<'_> {
+    /// What a read within `cap` bytes needs of the lines (a saved screen's are all kept).
+    fn capture(self, cap: usize) -> Captured {
+        match self {
+            Held::Memory {
+                job,
+                state,
+                from,
+                to,
+            } => {
+                let s = state.unwrap_or_else(|| lock(&job.state));
+                Captured::capture(cap, |f| {
+                    s.term.visit_lines(from, |n, line| {
+                        if n >= to {
+                            return ControlFlow::Break(());
+                        }
+                        f(line);
+                        ControlFlow::Continue(())
+                    });
+                })
+            }
+            Held::Screen(lines) => Captured::of_lines(lines),
+        }
+    }
+
+    /// Releases a job's lock (a no-op for a saved screen).
+    fn unlock(&mut self) {
+        if let Held::Memory { state, .. } = self {
+            *state = None;
+        }
+    }
+
+    /// Calls `f` with each line, numbered, until it breaks; then releases a job's lock. A
+    /// saved screen's lines are numbered on from `from` (the line after the plan's disk part).
+    fn visit(&mut self, from: u64, f: &mut dyn FnMut(u64, &str) -> ControlFlow<()>) {
+        match self {
+            Held::Memory {
+                job,
+                state,
+                from,
+                to,
+            } => {
+                let s = state.take().unwrap_or_else(|| lock(&job.state));
+                s.term.visit_lines(*from, |n, line| {
+                    if n >= *to {
+                        return ControlFlow::Break(());
+                    }
+                    f(n, line)
+                });
+            }
+            Held::Screen(lines) => {
+                for (n, line) in (from..).zip(lines.iter()) {
+                    if f(n, line).is_break() {
+                        break;
+                    }
+                }
             }
         }
     }

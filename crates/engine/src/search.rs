@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
-use crate::terminal::Terminal;
 
 /// One line that matched, with its context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,32 +48,21 @@ pub fn compile_pattern(pattern: &str) -> Result<Regex> {
         .map_err(|e| Error::InvalidArgument(format!("invalid pattern {pattern:?}: {e}")))
 }
 
-/// Searches every held line of `term`.
-pub(crate) fn search(
-    term: &Terminal,
-    re: &Regex,
-    context: usize,
-    max_matches: usize,
-    status: JobStatus,
-) -> SearchResult {
-    search_lines(|f| term.visit_lines(0, f), re, context, max_matches, status)
-}
-
-/// Searches the numbered lines `visit` hands to its callback, in order.
+/// Searches the numbered lines `visit` hands to its callback, in order; `visit` answers the
+/// job's status (or the error that ended it, which the search returns).
 pub(crate) fn search_lines(
-    visit: impl FnOnce(&mut dyn FnMut(u64, &str) -> ControlFlow<()>),
+    visit: impl FnOnce(&mut dyn FnMut(u64, &str) -> ControlFlow<()>) -> Result<JobStatus>,
     re: &Regex,
     context: usize,
     max_matches: usize,
-    status: JobStatus,
-) -> SearchResult {
+) -> Result<SearchResult> {
     let mut matches: Vec<SearchMatch> = Vec::new();
     let mut total = 0u64;
     let mut first = None;
     let mut end = 0;
     // The last `context` lines, copied: lines are borrowed only for the visit.
     let mut recent: VecDeque<String> = VecDeque::new();
-    visit(&mut |n, line| {
+    let status = visit(&mut |n, line| {
         first.get_or_insert(n);
         end = n + 1;
         for m in matches.iter_mut().rev() {
@@ -106,19 +94,20 @@ pub(crate) fn search_lines(
             recent.push_back(slot);
         }
         ControlFlow::Continue(())
-    });
-    SearchResult {
+    })?;
+    Ok(SearchResult {
         matches,
         total_matches: total,
         first_line: first.unwrap_or(end),
         next_offset: end,
         status,
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::terminal::Terminal;
 
     fn term(text: &str) -> Terminal {
         let mut t = Terminal::new(40, 5, 1 << 20, 1 << 16);
@@ -130,7 +119,16 @@ mod tests {
     fn finds_matches_with_context_and_counts_all() {
         let t = term("a\nerror one\nb\nc\nerror two\nd\nerror three\n");
         let re = compile_pattern("^error").unwrap();
-        let r = search(&t, &re, 1, 2, JobStatus::Running);
+        let r = search_lines(
+            |f| {
+                t.visit_lines(0, f);
+                Ok(JobStatus::Running)
+            },
+            &re,
+            1,
+            2,
+        )
+        .unwrap();
         assert_eq!(r.total_matches, 3);
         assert_eq!(r.matches.len(), 2);
         assert_eq!(r.matches[0].line, 1);

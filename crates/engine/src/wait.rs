@@ -11,8 +11,8 @@ use crate::error::Result;
 use crate::job::{JobId, JobInfo};
 use crate::manager::{Found, JobManager};
 use crate::output::OutputSlice;
+use crate::output::window::Start;
 use crate::search::{self, SearchResult};
-use crate::store::StoredJob;
 use crate::sync::lock;
 
 /// How often a port is probed.
@@ -270,10 +270,12 @@ impl JobManager {
     }
 
     /// Searches the job's held transcript for `pattern`, returning at most `max_matches`
-    /// matches with `context` lines around each, and the count of all matches.
+    /// matches with `context` lines around each, and the count of all matches. The lines are
+    /// those a read from the first held line covers (the one visit of `reads.rs`): a job in
+    /// memory's held lines, a stored job's log (streamed: bounded memory) and saved screen.
     ///
     /// # Errors
-    /// [`crate::Error::JobNotFound`].
+    /// [`crate::Error::JobNotFound`]; [`crate::Error::Io`] when a disk log cannot be read.
     pub fn search(
         &self,
         id: JobId,
@@ -281,44 +283,11 @@ impl JobManager {
         context: usize,
         max_matches: usize,
     ) -> Result<SearchResult> {
-        let job = match self.inner.find(id)? {
-            Found::Live(job) => job,
-            Found::Stored(stored) => {
-                return self.search_stored(&stored, pattern, context, max_matches);
-            }
-        };
-        let s = lock(&job.state);
-        Ok(search::search(
-            &s.term,
+        search::search_lines(
+            |f| Ok(self.visit(id, Start::Offset(None), f)?.status),
             pattern,
             context,
             max_matches,
-            s.status(),
-        ))
-    }
-
-    /// Searches a job known from the state directory, streaming its log (bounded memory).
-    fn search_stored(
-        &self,
-        job: &StoredJob,
-        pattern: &Regex,
-        context: usize,
-        max_matches: usize,
-    ) -> Result<SearchResult> {
-        let Some(store) = self.store() else {
-            return Err(crate::Error::JobNotFound(job.record.id));
-        };
-        let mut failure = None;
-        let result = search::search_lines(
-            |f| failure = store.visit_lines(job, 0, f).err(),
-            pattern,
-            context,
-            max_matches,
-            job.record.status,
-        );
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(result),
-        }
+        )
     }
 }

@@ -165,19 +165,21 @@ pub(crate) enum Start {
 }
 
 /// One read of a transcript, planned where its lines are found: lines `first..disk_to` of the
-/// job's disk log, then the lines `held` copied from memory (or from a saved screen), with
-/// the counts the answer carries. Built by the live and the stored side alike, read by
-/// [`Plan::finish`] once the disk (if any) has been read: one splice for every read.
+/// job's disk log, then the lines `held` (in memory, or a saved screen), with the counts the
+/// answer carries. Built by the live and the stored side alike; a budgeted read copies what it
+/// needs of `held` into a [`Captured`] and reads the plan with [`Plan::finish`] once the disk
+/// (if any) has been read, a search visits the disk part streamed, then `held`: one splice for
+/// every read.
 #[derive(Debug)]
-pub(crate) struct Plan {
+pub(crate) struct Plan<H = Captured> {
     /// The line the caller asked for (clamped to the transcript's end).
     pub(crate) requested: u64,
     /// The first line read.
     pub(crate) first: u64,
     /// The end of the part read from the disk log (`first` when none is).
     pub(crate) disk_to: u64,
-    /// The lines read from memory, after the disk's.
-    pub(crate) held: Captured,
+    /// The lines after the disk's: where they are, or what a read copied of them.
+    pub(crate) held: H,
     /// Whether this is a tail (never `truncated`).
     pub(crate) tail: bool,
     /// Lines of the whole transcript.
@@ -188,6 +190,24 @@ pub(crate) struct Plan {
     pub(crate) final_lines: u64,
     /// The job's status at the moment of the plan.
     pub(crate) status: crate::job::JobStatus,
+}
+
+impl<H> Plan<H> {
+    /// The same plan with its held lines replaced by `f`'s answer (what a read copies of
+    /// them).
+    pub(crate) fn map_held<K>(self, f: impl FnOnce(H) -> K) -> Plan<K> {
+        Plan {
+            requested: self.requested,
+            first: self.first,
+            disk_to: self.disk_to,
+            held: f(self.held),
+            tail: self.tail,
+            total_lines: self.total_lines,
+            dropped_lines: self.dropped_lines,
+            final_lines: self.final_lines,
+            status: self.status,
+        }
+    }
 }
 
 impl Plan {

@@ -228,22 +228,24 @@ impl LogIndex {
         }
     }
 
-    /// Calls `f` with lines `from..` of the indexed log, numbered, one at a time (a line
-    /// longer than [`STREAM_LINE_CAP`] is cut), until it breaks. Memory stays bounded
-    /// whatever the log's size.
+    /// Calls `f` with lines `from..to` of the indexed log (those it has), numbered, one at a
+    /// time (a line longer than [`STREAM_LINE_CAP`] is cut), until it breaks. Memory stays
+    /// bounded whatever the log's size.
     pub(crate) fn visit(
         &self,
         file: &File,
         from: u64,
+        to: u64,
         f: &mut dyn FnMut(u64, &str) -> ControlFlow<()>,
     ) -> std::io::Result<ControlFlow<()>> {
         let end = self.scanned;
+        let last = self.lines.min(to);
         let mut pos = self.offset_of(file, from)?;
         let mut reader = BufReader::with_capacity(64 * 1024, file);
         reader.seek(SeekFrom::Start(pos))?;
         let mut line = Vec::new();
         let mut n = from;
-        while pos < end && n < self.lines {
+        while pos < end && n < last {
             line.clear();
             // Read up to the newline, keeping at most the cap.
             loop {
@@ -374,7 +376,7 @@ mod tests {
         assert_eq!(win.output, "line 0010\nline 0011\nline 0012");
         let mut seen = Vec::new();
         let flow = index
-            .visit(&f, 4997, &mut |n, l| {
+            .visit(&f, 4997, u64::MAX, &mut |n, l| {
                 seen.push((n, l.to_owned()));
                 ControlFlow::Continue(())
             })
@@ -400,7 +402,7 @@ mod tests {
         assert_eq!(win.omitted_from, Some(0));
         let mut lens = Vec::new();
         let flow = index
-            .visit(&f, 0, &mut |_, l| {
+            .visit(&f, 0, u64::MAX, &mut |_, l| {
                 lens.push(l.len());
                 ControlFlow::Continue(())
             })

@@ -130,12 +130,17 @@ impl Store {
         max_bytes: usize,
     ) -> Result<OutputSlice> {
         let plan = self.plan(job, Start::Offset(offset), limit)?;
-        self.read_plan(job.record.id, plan, max_bytes)
+        self.read_plan(job.record.id, plan.map_held(Captured::of_lines), max_bytes)
     }
 
     /// Plans a read of a stored job's transcript (see [`Plan`]): the log's lines, then those
-    /// of its saved screen the log has not taken.
-    pub(crate) fn plan(&self, job: &StoredJob, start: Start, limit: Option<usize>) -> Result<Plan> {
+    /// of its saved screen the log has not taken (held: the screen's lines in the range).
+    pub(crate) fn plan(
+        &self,
+        job: &StoredJob,
+        start: Start,
+        limit: Option<usize>,
+    ) -> Result<Plan<Vec<String>>> {
         let log_lines = self.log_len(job.record.id)?;
         let screen = self.screen_after_log(job, log_lines);
         let end = log_lines + screen.len() as u64;
@@ -151,7 +156,7 @@ impl Store {
             requested,
             first: requested,
             disk_to: to.min(log_lines),
-            held: Captured::of_lines(screen.into_iter().skip(skip).take(take).collect()),
+            held: screen.into_iter().skip(skip).take(take).collect(),
             tail: matches!(start, Start::Last(_)),
             total_lines: end,
             dropped_lines: 0,
@@ -196,50 +201,41 @@ impl Store {
     /// [`Error::Io`] when the log cannot be read.
     pub fn tail_within(&self, job: &StoredJob, n: usize, max_bytes: usize) -> Result<OutputSlice> {
         let plan = self.plan(job, Start::Last(n), None)?;
-        self.read_plan(job.record.id, plan, max_bytes)
+        self.read_plan(job.record.id, plan.map_held(Captured::of_lines), max_bytes)
     }
 
-    /// Calls `f` with each line of a stored job's transcript from `from` on, numbered, until it
-    /// breaks: the log streamed a buffer at a time, then the saved screen's lines. Memory
-    /// stays bounded whatever the log's size.
+    /// Calls `f` with log lines `from..to` of job `id`, numbered, until it breaks (the part of
+    /// a [`Plan`] on disk, as a search visits it): the log streamed a buffer at a time, so
+    /// memory stays bounded whatever its size. No lines without a log.
     ///
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
-    pub(crate) fn visit_lines(
+    pub(crate) fn visit_log(
         &self,
-        job: &StoredJob,
+        id: JobId,
         from: u64,
+        to: u64,
         f: &mut dyn FnMut(u64, &str) -> ControlFlow<()>,
-    ) -> Result<()> {
-        let id = job.record.id;
+    ) -> Result<ControlFlow<()>> {
+        if to <= from {
+            return Ok(ControlFlow::Continue(()));
+        }
         let file = match self.open_log(id) {
-            Ok(file) => Some(file),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(ControlFlow::Continue(()));
+            }
             Err(e) => return Err(e.into()),
         };
-        let mut log_lines = 0;
-        if let Some(file) = &file {
-            // The index is updated under the lock, then cloned-free: the walk itself holds
-            // no lock (a search over a large log must not stall other reads).
-            let index = {
-                let mut indexes = crate::sync::lock(&self.indexes);
-                let index = indexes.entry(id).or_default();
-                index.update(file)?;
-                index.clone()
-            };
-            log_lines = index.lines();
-            if index.visit(file, from, f)?.is_break() {
-                return Ok(());
-            }
-        }
-        let screen = self.screen_after_log(job, log_lines);
-        let skip = usize::try_from(from.saturating_sub(log_lines)).unwrap_or(usize::MAX);
-        for (n, line) in (log_lines.max(from)..).zip(screen.iter().skip(skip)) {
-            if f(n, line).is_break() {
-                break;
-            }
-        }
-        Ok(())
+        // The index is updated under the lock, then cloned: the walk itself holds no lock (a
+        // search over a large log must not stall other reads).
+        let index = {
+            let mut indexes = crate::sync::lock(&self.indexes);
+            let index = indexes.entry(id).or_default();
+            index.update(&file)?;
+            index.clone()
+        };
+        Ok(index.visit(&file, from, to, f)?)
     }
 
     /// The final screen of a stored job (or, for a job another server runs, its last saved
