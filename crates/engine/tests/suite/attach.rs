@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{manager_with, wait_for_output};
+use crate::common::{manager_with, wait_for_output, wait_until};
 use ptyjobs_engine::{AttachHello, AttachReply, JobManager, JobSpec, Signal, StoreConfig};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -197,26 +197,17 @@ async fn two_people_the_latest_size_wins_the_other_is_shown_the_screen_again_and
         .write_all(&ptyjobs_engine::attach_resize_frame(132, 43))
         .await
         .expect("resize");
-    let resized = async {
-        while m.status(job.id).expect("status").size != (132, 43) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(DEADLINE, resized)
-        .await
-        .expect("the job resized");
+    let resized = wait_until(DEADLINE, || {
+        m.status(job.id).expect("status").size == (132, 43)
+    })
+    .await;
+    assert!(resized, "the job resized");
     seen_first.clear();
     read_until(&mut first, &mut seen_first, "\x1b[2J").await;
     // Both leave: the job has its own size back.
     drop(first);
     drop(second);
-    let restored = async {
-        while m.status(job.id).expect("status").size != own {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(DEADLINE, restored)
-        .await
-        .expect("the size restored");
+    let restored = wait_until(DEADLINE, || m.status(job.id).expect("status").size == own).await;
+    assert!(restored, "the size restored");
     m.kill(job.id, Signal::TERM, None).await.expect("kill");
 }
