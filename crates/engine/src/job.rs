@@ -49,6 +49,13 @@ pub struct JobSpec {
     pub name: Option<String>,
     /// Kill the job (TERM, grace, KILL) when it runs longer than this.
     pub timeout: Option<Duration>,
+    /// With a `name`: answer with the live job that holds (name, cwd) and runs the same
+    /// command instead of starting a second one (see [`crate::JobManager::ensure`]).
+    pub ensure: bool,
+    /// Pick a free TCP port, give it to the job as `PORT` and report it as [`JobInfo::port`].
+    pub auto_port: bool,
+    /// The job this one replaces (set by restart).
+    pub replaces: Option<JobId>,
 }
 
 impl JobSpec {
@@ -142,6 +149,27 @@ pub struct JobInfo {
     /// the state its server last wrote (paced: at most about a second behind the job).
     #[serde(default)]
     pub input: Option<InputWait>,
+    /// The TCP listeners of the job's processes, as seen when the snapshot was taken. Empty for
+    /// a job that has ended; never stored (a record's would be stale).
+    #[serde(skip)]
+    pub ports: Vec<Listener>,
+    /// The port picked for the job by `auto_port` (also its `PORT` variable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The job this one replaced, when it was started by a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<JobId>,
+}
+
+/// A TCP socket in the listening state held by one of a job's processes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listener {
+    /// The local address it is bound to (`0.0.0.0`, `::`, `127.0.0.1`, ...).
+    pub address: std::net::IpAddr,
+    /// The local port.
+    pub port: u16,
+    /// A process that holds the socket.
+    pub pid: u32,
 }
 
 /// A job waiting for input: what the person at its terminal would see.

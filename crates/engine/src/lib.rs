@@ -23,6 +23,7 @@
 mod attach;
 mod bounded;
 mod config;
+mod ensure;
 mod error;
 mod fastpath;
 mod follow;
@@ -54,10 +55,11 @@ pub use attach::{
     attach_socket_path,
 };
 pub use config::{EngineConfig, prefer_prompt_wakeups, raise_fd_limit};
+pub use ensure::Started;
 pub use error::{Error, Result};
 pub use follow::{Follow, Followed};
 pub use interact::Interaction;
-pub use job::{InputWait, JobId, JobInfo, JobSpec, JobStatus};
+pub use job::{InputWait, JobId, JobInfo, JobSpec, JobStatus, Listener};
 pub use jobenv::JOB_ID_ENV;
 pub use keys::encode_keys;
 pub use kill::MAX_KILL_GRACE;

@@ -79,6 +79,10 @@ pub(crate) struct Job {
     pub(crate) name: Option<String>,
     pub(crate) command: String,
     pub(crate) cwd: PathBuf,
+    /// The port `auto_port` picked, if asked.
+    pub(crate) port: Option<u16>,
+    /// The job this one replaced (restart).
+    pub(crate) replaces: Option<JobId>,
     pub(crate) pid: u32,
     /// The job's shell as its parent knows it: what proves the identity of what is signalled.
     pub(crate) leader: Arc<Leader>,
@@ -134,6 +138,9 @@ impl Job {
             size: s.size,
             this_server: true,
             input: (!s.is_final()).then(|| self.waiting.current()).flatten(),
+            ports: Vec::new(),
+            port: self.port,
+            replaces: self.replaces,
         }
     }
 

@@ -68,6 +68,8 @@ impl JobManager {
             name: spec.name.clone(),
             command: spec.command.clone(),
             cwd,
+            port: None,
+            replaces: spec.replaces,
             pid: spawned.pid,
             leader: child.leader.clone(),
             started: Utc::now(),

@@ -164,6 +164,7 @@ impl Server {
             rows: p.rows,
             name: p.name,
             timeout: seconds(p.timeout_secs)?,
+            ..JobSpec::default()
         };
         let job = self.jobs().execute(spec)?;
         // The resource list changed (this job appeared, maybe an old one was forgotten).
