@@ -23,6 +23,7 @@ mod schemas;
 mod takeover;
 mod tasks;
 mod terminal;
+mod tool_list;
 mod tools;
 mod util;
 mod waits;
