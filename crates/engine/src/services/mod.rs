@@ -185,7 +185,11 @@ fn read(path: &Path) -> Result<Option<String>> {
             meta.len()
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot be read: {e}")))?;
+    let mut bytes = std::fs::read(path).map_err(|e| fail(format!("cannot be read: {e}")))?;
+    // Editors on Windows may start a file with a byte-order mark: it is not part of the text.
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
     String::from_utf8(bytes).map(Some).map_err(|e| {
         fail(format!(
             "is not UTF-8 text (byte {})",
@@ -262,6 +266,23 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("Procfile (line 2)"), "{e}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_text() {
+        let dir = project(Some(""), Some(""));
+        std::fs::write(
+            dir.path().join(LAUNCH_JSON),
+            b"\xEF\xBB\xBF{\"configurations\": [{\"name\": \"a\", \"runtimeExecutable\": \"b\"}]}",
+        )
+        .expect("write");
+        std::fs::write(dir.path().join(PROCFILE), b"\xEF\xBB\xBFweb: a\n").expect("write");
+        let names: Vec<String> = load(dir.path())
+            .expect("loads")
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["web", "a"]);
     }
 
     #[test]

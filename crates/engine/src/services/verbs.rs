@@ -8,7 +8,7 @@ use crate::ensure::Started;
 use crate::error::{Error, Result};
 use crate::job::JobSpec;
 use crate::manager::JobManager;
-use crate::wait::{WaitOutcome, WaitSpec};
+use crate::wait::{WaitOutcome, WaitProgress, WaitSpec};
 
 /// What [`JobManager::start_service`] did.
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ impl JobManager {
     /// directory): an ensure of its definition (name, command, cwd, env, `auto_port`), so a
     /// running job of that name in that directory with the same command is answered instead
     /// of a second one. When the service has a port, then waits until it listens there, at
-    /// most `timeout` (capped like every wait).
+    /// most `timeout` (capped like every wait), calling `progress` about once a second.
     ///
     /// # Errors
     /// As [`super::load`]; [`Error::InvalidArgument`] for a name the project does not define
@@ -63,6 +63,7 @@ impl JobManager {
         name: &str,
         dir: Option<PathBuf>,
         timeout: Option<Duration>,
+        progress: impl FnMut(WaitProgress),
     ) -> Result<ServiceStart> {
         let dir = project_dir(dir.as_deref())?;
         let shown = dir.clone();
@@ -111,7 +112,7 @@ impl JobManager {
                     timeout,
                     ..WaitSpec::default()
                 };
-                Some(self.wait_for(started.info.id, &spec, |_| {}).await?)
+                Some(self.wait_for(started.info.id, &spec, progress).await?)
             }
         };
         Ok(ServiceStart {

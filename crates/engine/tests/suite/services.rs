@@ -74,7 +74,7 @@ async fn services_are_listed_started_by_name_and_found_beside_their_jobs() {
 
     // A Procfile service: started by name in the project directory; no port to wait for.
     let web = m
-        .start_service("web", Some(dir.path().to_path_buf()), None)
+        .start_service("web", Some(dir.path().to_path_buf()), None, |_| {})
         .await
         .expect("start web");
     assert_eq!(web.started.info.name.as_deref(), Some("web"));
@@ -101,6 +101,7 @@ async fn services_are_listed_started_by_name_and_found_beside_their_jobs() {
             "api",
             Some(dir.path().to_path_buf()),
             Some(Duration::from_secs(20)),
+            |_| {},
         )
         .await
         .expect("start api");
@@ -137,7 +138,7 @@ async fn launch_json_arguments_reach_the_program_as_written() {
     let m = manager();
     let dir = project(free_port(), free_port());
     let args = m
-        .start_service("args", Some(dir.path().to_path_buf()), None)
+        .start_service("args", Some(dir.path().to_path_buf()), None, |_| {})
         .await
         .expect("start args");
     let text = wait_for_output(&m, args.started.info.id, "<>").await;
@@ -153,7 +154,7 @@ async fn unknown_services_and_malformed_files_are_clear_errors() {
     let m = manager();
     let dir = project(free_port(), free_port());
     let e = m
-        .start_service("wbe", Some(dir.path().to_path_buf()), None)
+        .start_service("wbe", Some(dir.path().to_path_buf()), None, |_| {})
         .await
         .expect_err("unknown")
         .to_string();
@@ -170,7 +171,7 @@ async fn unknown_services_and_malformed_files_are_clear_errors() {
         "{e}"
     );
     let e = m
-        .start_service("api", Some(dir.path().to_path_buf()), None)
+        .start_service("api", Some(dir.path().to_path_buf()), None, |_| {})
         .await
         .expect_err("a malformed file stops every start")
         .to_string();
@@ -179,7 +180,7 @@ async fn unknown_services_and_malformed_files_are_clear_errors() {
 
     let empty = tempfile::tempdir().expect("empty project");
     let e = m
-        .start_service("web", Some(empty.path().to_path_buf()), None)
+        .start_service("web", Some(empty.path().to_path_buf()), None, |_| {})
         .await
         .expect_err("no files")
         .to_string();
@@ -201,11 +202,14 @@ async fn starting_a_running_service_again_reuses_its_job() {
     let at = Some(dir.path().to_path_buf());
     let timeout = Some(Duration::from_secs(20));
     let first = m
-        .start_service("api", at.clone(), timeout)
+        .start_service("api", at.clone(), timeout, |_| {})
         .await
         .expect("first");
     assert!(!first.started.reused);
-    let again = m.start_service("api", at, timeout).await.expect("again");
+    let again = m
+        .start_service("api", at, timeout, |_| {})
+        .await
+        .expect("again");
     assert!(again.started.reused, "{again:?}");
     assert_eq!(again.started.info.id, first.started.info.id);
     assert_eq!(again.ready.map(|r| r.reason), Some(WaitReason::PortOpen));
@@ -230,6 +234,7 @@ async fn a_procfile_service_using_port_is_given_one_and_awaited_there() {
             "web",
             Some(dir.path().to_path_buf()),
             Some(Duration::from_secs(20)),
+            |_| {},
         )
         .await
         .expect("start");

@@ -60,9 +60,12 @@ impl Server {
                  leave out {param} (give only service and cwd, the project directory)"
             )));
         }
-        let start = self
-            .jobs()
-            .start_service(&name, p.cwd.map(PathBuf::from), None);
+        let start = self.jobs().start_service(
+            &name,
+            p.cwd.map(PathBuf::from),
+            None,
+            super::progress(context),
+        );
         let started = tokio::select! {
             s = start => s?,
             () = context.ct.cancelled() => {

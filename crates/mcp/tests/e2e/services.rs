@@ -165,3 +165,26 @@ async fn service_arguments_and_files_that_are_wrong_get_clear_errors() {
     let jobs = s.ok("list_jobs", json!({})).await;
     assert_eq!(jobs["total_jobs"], 0, "nothing ran: {jobs}");
 }
+
+#[tokio::test]
+async fn a_long_service_list_is_cut_to_max_bytes_and_says_so() {
+    let s = Server::start(&[]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let procfile: String = (0..200).map(|i| format!("svc{i}: sleep {i}\n")).collect();
+    std::fs::write(dir.path().join("Procfile"), procfile).expect("write");
+    let list = s
+        .ok(
+            "list_jobs",
+            json!({"services": true, "cwd": cwd(&dir), "max_bytes": 2048}),
+        )
+        .await;
+    let shown = list["services"].as_array().expect("services").len();
+    assert!(shown > 0 && shown < 200, "{shown} services shown");
+    assert_eq!(list["omitted_services"], 200 - shown as u64, "{list}");
+    assert!(list["services"].to_string().len() <= 2048, "{list}");
+    let all = s
+        .ok("list_jobs", json!({"services": true, "cwd": cwd(&dir)}))
+        .await;
+    assert_eq!(all["services"].as_array().expect("services").len(), 200);
+    assert!(all.get("omitted_services").is_none(), "{all}");
+}

@@ -129,7 +129,7 @@ impl JobManager {
         let dir = o.cwd.map(PathBuf::from);
         resolve(
             env,
-            async move { jobs.start_service(&name, dir, timeout).await },
+            async move { jobs.start_service(&name, dir, timeout, |_| {}).await },
             |s| StartedService {
                 port: s.port.map(u32::from),
                 ready: s.ready.map(WaitResult::from),
