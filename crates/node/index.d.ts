@@ -33,6 +33,25 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class JobManager {
   /**
+   * The services the project in `dir` (default: this process's working directory)
+   * describes in its `Procfile` and `.claude/launch.json`, each with the running job that
+   * runs it (same name, same directory), if any. Reading the files runs nothing.
+   *
+   * @throws `INVALID_ARGUMENT` when `dir` is not a directory or a file is malformed (the
+   * message names the file, the line or key such as `configurations[2].port`, and what is
+   * wrong).
+   */
+  services(dir?: string | undefined | null): Array<Service>
+  /**
+   * Starts the service `name` of the project in `options.cwd`: ensures its definition
+   * (a running job of that name in its directory with the same command is reused, not
+   * doubled), then, when the service has a port, waits until it listens there.
+   *
+   * Rejects with `INVALID_ARGUMENT` (an unknown name — the message lists the project's
+   * services — or a malformed file), `SPAWN_FAILED`, `LIMIT_REACHED`, `MANAGER_CLOSED`.
+   */
+  startService(name: string, options?: StartServiceOptions | undefined | null): Promise<StartedService>
+  /**
    * A manager with the given limits and defaults, persisting its jobs when `stateDir` or
    * `persist: true` says where.
    *
@@ -523,6 +542,62 @@ export interface SearchResult {
   nextOffset: number
   /** The job's status at the time of the search. */
   status: JobStatus
+}
+
+/** One service of a project's Procfile or `.claude/launch.json`. */
+export interface Service {
+  /** Its name: the job's name when it runs, and what `startService` takes. */
+  name: string
+  /**
+   * The command line it runs (launch.json: `runtimeExecutable` and `runtimeArgs`, quoted
+   * for a POSIX shell).
+   */
+  command: string
+  /** The directory it runs in (absolute). */
+  cwd: string
+  /** Its own environment variables (launch.json's `env`). */
+  env: Record<string, string>
+  /** The port it listens on when ready (launch.json's `port`): `startService` waits for it. */
+  port?: number
+  /**
+   * Whether it is given a free port as `PORT` (launch.json's `autoPort`, or a Procfile
+   * command that uses `$PORT`).
+   */
+  autoPort: boolean
+  /** The file that defines it. */
+  source: string
+  /** Where in that file: `line 2` (Procfile) or `configurations[0]` (launch.json). */
+  at: string
+  /** The running job with its name in its directory, if any. */
+  job?: JobInfo
+}
+
+/** What `startService` did. */
+export interface StartedService {
+  /** The service's definition. */
+  service: Service
+  /** The job that runs it now. */
+  job: JobInfo
+  /**
+   * True when a job of that name already ran the same command in that directory and
+   * nothing was started.
+   */
+  reused: boolean
+  /** The port the readiness wait watched, if the service has one. */
+  port?: number
+  /** How that wait ended (`port_open`, `exited`, `timeout`); absent without a port. */
+  ready?: WaitResult
+}
+
+/** Options of `startService`. */
+export interface StartServiceOptions {
+  /**
+   * The project directory (where its Procfile and `.claude/` are). Default: this
+   * process's working directory.
+   */
+  cwd?: string
+  /** Longest wait for the service's port, in milliseconds (capped by `maxWaitMs`). */
+  timeoutMs?: number
 }
 
 /** Options of `tail(jobId, lines?, options?)`. */

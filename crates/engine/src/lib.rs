@@ -40,6 +40,7 @@ mod pipeline;
 mod procs;
 mod reads;
 mod search;
+mod services;
 mod signal;
 mod start;
 mod stop;
@@ -68,6 +69,10 @@ pub use output::OutputSlice;
 pub use procs::process_scans;
 pub use regex::Regex;
 pub use search::{SearchMatch, SearchResult, compile_pattern};
+pub use services::{
+    FileError as ServiceFileError, LAUNCH_JSON, PROCFILE, Service, ServiceDef, ServiceStart,
+    beside as services_beside, load as load_services,
+};
 pub use signal::{KillOutcome, KillReport, Signal};
 pub use store::{
     JobRecord, ProcessRef, PruneReport, SavedScreen, ServerRef, Store, StoreConfig, StoredJob,

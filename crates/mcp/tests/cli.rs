@@ -7,6 +7,8 @@
 mod harness;
 #[path = "common/procs.rs"]
 mod procs;
+#[path = "cli/services.rs"]
+mod services;
 #[path = "cli/trust.rs"]
 mod trust;
 #[path = "cli/waiting.rs"]

@@ -1,6 +1,8 @@
 //! The `JobManager` class: each method converts its arguments, calls the engine, converts the
 //! result. No process or terminal logic lives here.
 
+mod services;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

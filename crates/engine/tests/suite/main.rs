@@ -18,6 +18,7 @@ mod io;
 mod kill;
 mod planted;
 mod processes;
+mod services;
 mod store;
 mod terminal_cases;
 mod terminal_queries;

@@ -1,6 +1,6 @@
 //! The human CLI over the state directory: `ptyjobs list | logs | status | kill | rm | prune |
-//! attach`. It reads the records the servers write; it never serves MCP (`attach` talks to a
-//! live server's socket).
+//! attach | services`. It reads the records the servers write; it never serves MCP (`attach`
+//! talks to a live server's socket).
 //!
 //! Contract of every subcommand: the answer goes to stdout and nothing else does; an error is
 //! one line on stderr, prefixed `ptyjobs: `, with exit code 1. A reader that goes away (`ptyjobs
@@ -14,6 +14,7 @@ mod list;
 mod logs;
 mod manage;
 mod out;
+mod services;
 mod status;
 
 use std::process::ExitCode;
@@ -68,6 +69,16 @@ pub enum Command {
     },
     /// Apply the retention limits now (--keep-jobs, --keep-days, --keep-mb).
     Prune,
+    /// List the services a project's Procfile and .claude/launch.json describe, each beside
+    /// the running job that runs it. Nothing is started.
+    Services {
+        /// The project directory. Default: the current directory.
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+        /// Print JSON (one array of services) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Connect this terminal to a running job: its screen, then live output; what you type
     /// goes to the job. Ctrl-] detaches (the job keeps running). Works with a live server on
     /// the same state directory, as the same user.
@@ -131,10 +142,20 @@ pub(crate) type CmdResult = Result<(), Failure>;
 
 /// Runs one subcommand; the exit code is 0 on success, 1 on an error (printed on stderr).
 pub fn run(command: Command, store: Result<StoreConfig, String>) -> ExitCode {
+    // A project's services are listed without any job records too (no server has run yet).
+    if let Command::Services { dir, json } = &command {
+        let store = store.ok().and_then(|cfg| Store::open_reader(cfg).ok());
+        return finish(services::run(store.as_ref(), dir.as_deref(), *json));
+    }
     let outcome = store
         .map_err(Failure::Message)
         .and_then(|cfg| Store::open_reader(cfg).map_err(Failure::from))
         .and_then(|store| dispatch(command, &store));
+    finish(outcome)
+}
+
+/// The exit code of a subcommand's outcome, its error printed on stderr.
+fn finish(outcome: CmdResult) -> ExitCode {
     match outcome {
         Ok(()) | Err(Failure::Gone) => ExitCode::SUCCESS,
         Err(Failure::Message(m)) => {
@@ -154,6 +175,7 @@ fn dispatch(command: Command, store: &Store) -> CmdResult {
         Command::Kill { id, grace_ms } => manage::kill(store, &id, grace_ms),
         Command::Rm { ids } => manage::rm(store, &ids),
         Command::Prune => manage::prune(store),
+        Command::Services { dir, json } => services::run(Some(store), dir.as_deref(), json),
         #[cfg(unix)]
         Command::Attach { id } => attach::run(store, &id),
         #[cfg(not(unix))]

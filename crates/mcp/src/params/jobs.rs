@@ -14,7 +14,11 @@ use crate::budget;
 pub struct ExecuteParams {
     /// Shell command line, run as `/bin/sh -c <command>` under its own terminal: pipes, `&&`,
     /// redirections, quotes and globs work. Runs in the background; this call returns at once.
-    pub command: String,
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Instead of command: start (or reuse) this service of cwd's Procfile or .claude/launch.json.
+    #[serde(default)]
+    pub service: Option<String>,
     /// Working directory (must exist). Default: the server's working directory.
     #[serde(default)]
     pub cwd: Option<String>,
@@ -57,6 +61,9 @@ pub struct ExecuteResult {
     /// With `wait`: how the wait ended, the exit code or signal, and the last lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<WaitResult>,
+    /// With `service`: the service started or reused; `outcome` is then the wait for its port.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<super::ServiceStarted>,
 }
 
 impl From<JobInfo> for ExecuteResult {
@@ -66,6 +73,7 @@ impl From<JobInfo> for ExecuteResult {
             pid: j.pid,
             status: j.status.into(),
             outcome: None,
+            service: None,
         }
     }
 }
@@ -222,6 +230,12 @@ pub struct ListParams {
     /// Most bytes of jobs in one answer, 256-65536 (default and maximum 65536).
     #[serde(default)]
     pub max_bytes: Option<u64>,
+    /// List the services of cwd's Procfile and .claude/launch.json, with their jobs, instead.
+    #[serde(default)]
+    pub services: Option<bool>,
+    /// With services: the project directory. Default: the server's working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 /// Result of list_jobs.
@@ -238,6 +252,13 @@ pub struct ListResult {
     /// Pass as `cursor` to list the next jobs; absent when this answer reaches the last one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// With `services: true` (then `jobs` is empty): the project's services, each with the
+    /// running job that runs it, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub services: Option<Vec<super::ServiceSummary>>,
+    /// Services left out of this answer to keep it within 64 KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted_services: Option<u64>,
 }
 
 /// A signal, by name or number.

@@ -6,11 +6,13 @@
 
 mod jobs;
 mod output;
+mod services;
 mod terminal;
 mod wait;
 
 pub use jobs::*;
 pub use output::*;
+pub use services::*;
 pub use terminal::*;
 pub use wait::*;
 

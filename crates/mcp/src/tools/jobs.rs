@@ -20,7 +20,9 @@ impl Server {
     /// at once. Use for builds, tests, servers, watchers: anything long-running or interactive.
     /// Then wait_for_job, e.g. `{"command": "npm run dev", "name": "dev"}` followed by
     /// wait_for_job `{"job_id": ..., "port": 3000}`. For a build or a test run, `"wait": true`
-    /// answers once the job has ended, with its exit code and last lines. Environment: the server's, plus
+    /// answers once the job has ended, with its exit code and last lines. `{"service": "web"}`
+    /// starts or reuses a service the project defines (list_jobs `{"services": true}`).
+    /// Environment: the server's, plus
     /// TERM=xterm-256color, COLORTERM=truecolor, PAGER=cat, GIT_PAGER=cat, and GIT_EDITOR,
     /// EDITOR, VISUAL set to a command that fails at once (no editor can be used in a
     /// background job: pass messages on the command line, e.g. `git commit -m "..."`); `env`
@@ -31,6 +33,9 @@ impl Server {
         Parameters(p): Parameters<ExecuteParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<ExecuteResult>, ToolError> {
+        if p.service.is_some() {
+            return Ok(Json(self.start_service(p, &context).await?));
+        }
         let wait = p.wait == Some(true);
         let job = self.start_job(p, &context.peer)?;
         let id = job.id;
@@ -71,6 +76,9 @@ impl Server {
         &self,
         Parameters(p): Parameters<ListParams>,
     ) -> Result<Json<ListResult>, ToolError> {
+        if p.services == Some(true) {
+            return Ok(Json(self.list_services(p).await?));
+        }
         let jobs: Vec<_> = self
             .jobs()
             .list_async()
@@ -98,6 +106,8 @@ impl Server {
             total_jobs: total as u64,
             next_cursor: (end < total).then(|| end.to_string()),
             jobs: page,
+            services: None,
+            omitted_services: None,
         }))
     }
 
@@ -156,8 +166,27 @@ impl Server {
         p: ExecuteParams,
         peer: &Peer<RoleServer>,
     ) -> Result<ptyjobs_engine::JobInfo, ToolError> {
+        let command = match (p.command, &p.service) {
+            (Some(c), None) => c,
+            (Some(_), Some(_)) => {
+                return Err(ToolError::invalid(
+                    "give command or service, not both: a service's command is in its file",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(ToolError::invalid(
+                    "a service runs until stopped: leave out wait (its port is waited for)",
+                ));
+            }
+            (None, None) => {
+                return Err(ToolError::invalid(
+                    "give command (a shell command line), or service (a service of the \
+                     project: see list_jobs {\"services\": true})",
+                ));
+            }
+        };
         let spec = JobSpec {
-            command: p.command,
+            command,
             cwd: p.cwd.map(PathBuf::from),
             env: p.env.unwrap_or_default(),
             cols: p.cols,

@@ -5,6 +5,7 @@
 
 mod jobs;
 mod output;
+mod services;
 mod terminal;
 mod wait;
 

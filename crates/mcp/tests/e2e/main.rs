@@ -20,6 +20,7 @@ mod procs;
 mod protocol;
 mod raw;
 mod schemas;
+mod services;
 mod takeover;
 mod tasks;
 mod terminal;
