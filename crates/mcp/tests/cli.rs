@@ -11,6 +11,8 @@ mod procs;
 mod services;
 #[path = "cli/trust.rs"]
 mod trust;
+#[path = "cli/wait.rs"]
+mod wait;
 #[path = "cli/waiting.rs"]
 mod waiting;
 

@@ -1,5 +1,5 @@
 //! The human CLI over the state directory: `ptyjobs list | logs | status | kill | rm | prune |
-//! attach | services`. It reads the records the servers write; it never serves MCP (`attach`
+//! attach | services | wait`. It reads the records the servers write; it never serves MCP (`attach`
 //! talks to a live server's socket).
 //!
 //! Contract of every subcommand: the answer goes to stdout and nothing else does; an error is
@@ -16,6 +16,8 @@ mod manage;
 mod out;
 mod services;
 mod status;
+mod wait;
+mod wait_key;
 
 use std::process::ExitCode;
 
@@ -86,6 +88,10 @@ pub enum Command {
         /// The job's id or a unique prefix of it.
         id: String,
     },
+    /// Block until a job meets a condition, then print one JSON line. Exit code: 0 the
+    /// condition was met, 1 the job ended without it, 2 an error, 124 the timeout passed.
+    #[command(after_long_help = wait::AFTER_HELP)]
+    Wait(wait::WaitArgs),
 }
 
 /// Why a subcommand stopped early.
@@ -147,6 +153,10 @@ pub fn run(command: Command, store: Result<StoreConfig, String>) -> ExitCode {
         let store = store.ok().and_then(|cfg| Store::open_reader(cfg).ok());
         return finish(services::run(store.as_ref(), dir.as_deref(), *json));
     }
+    // `wait` has exit codes of its own (an error is 2: 1 says the job ended first).
+    if let Command::Wait(args) = command {
+        return wait::run(&args, store);
+    }
     let outcome = store
         .map_err(Failure::Message)
         .and_then(|cfg| Store::open_reader(cfg).map_err(Failure::from))
@@ -176,6 +186,7 @@ fn dispatch(command: Command, store: &Store) -> CmdResult {
         Command::Rm { ids } => manage::rm(store, &ids),
         Command::Prune => manage::prune(store),
         Command::Services { dir, json } => services::run(Some(store), dir.as_deref(), json),
+        Command::Wait(_) => unreachable!("run() answers wait itself"),
         #[cfg(unix)]
         Command::Attach { id } => attach::run(store, &id),
         #[cfg(not(unix))]
