@@ -22,6 +22,7 @@ impl Server {
     /// wait_for_job `{"job_id": ..., "port": 3000}`. For a build or a test run, `"wait": true`
     /// answers once the job has ended, with its exit code and last lines. `{"service": "web"}`
     /// starts or reuses a service the project defines (list_jobs `{"services": true}`).
+    /// To be woken instead of polling, run `npx -y ptyjobs wait <id>` in the background.
     /// Environment: the server's, plus
     /// TERM=xterm-256color, COLORTERM=truecolor, PAGER=cat, GIT_PAGER=cat, and GIT_EDITOR,
     /// EDITOR, VISUAL set to a command that fails at once (no editor can be used in a

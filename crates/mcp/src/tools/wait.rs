@@ -21,7 +21,7 @@ impl Server {
     /// the matching line, the job's status and its last lines. Examples:
     /// `{"job_id": ..., "port": 8000}`, `{"job_id": ..., "pattern": "Tests: \\d+ passed"}`,
     /// `{"job_id": ..., "idle_ms": 1000}`, `{"job_id": ..., "input": true}`, `{"job_id": ...}`
-    /// (until it exits).
+    /// (until it exits). Without polling: `npx -y ptyjobs wait <id> --port N` in the background.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn wait_for_job(
         &self,
