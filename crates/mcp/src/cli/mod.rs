@@ -3,8 +3,8 @@
 //! talks to a live server's socket).
 //!
 //! Contract of every subcommand: the answer goes to stdout and nothing else does; an error is
-//! one line on stderr, prefixed `ptyjobs: `, with exit code 1. A reader that goes away (`ptyjobs
-//! logs X | head -1`) ends the command quietly with exit code 0.
+//! one line on stderr, prefixed `ptyjobs: `, with exit code 1 (`wait`: 2; its help says why). A
+//! reader that goes away (`ptyjobs logs X | head -1`) ends the command quietly with exit code 0.
 
 #[cfg(unix)]
 mod attach;
