@@ -88,8 +88,10 @@ pub enum Command {
         /// The job's id or a unique prefix of it.
         id: String,
     },
-    /// Block until a job meets a condition, then print one JSON line. Exit code: 0 the
-    /// condition was met, 1 the job ended without it, 2 an error, 124 the timeout passed.
+    /// Block until a job ends, prints a line, listens, wants input or goes quiet.
+    ///
+    /// Prints one JSON line. Exit code: 0 the condition was met, 1 the job ended without it,
+    /// 2 an error, 124 the timeout passed.
     #[command(after_long_help = wait::AFTER_HELP)]
     Wait(wait::WaitArgs),
 }

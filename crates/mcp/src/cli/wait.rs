@@ -57,11 +57,14 @@ runs. A signal (Ctrl-C, SIGTERM) ends it at once; it leaves nothing behind.
 What it sees: the files the job's server writes, looked at every 100 ms. --pattern is matched
 against every line of the job's output from its first (lines printed before the wait count
 too): lines the server has flushed to the disk log and the lines it saved from the job's
-screen, which it does whenever output pauses for 200 ms. So a line is seen up to about 300 ms
-after the server's own wait_for_job would see it. --idle-ms counts from the start of the wait
+screen, which it does whenever output pauses for 200 ms. So a line is seen once it scrolled
+off the screen or output paused: usually within about 300 ms of being printed. --idle-ms counts from the start of the wait
 or the last change seen in those files, so it ends up to about 300 ms late. --input follows
 the record, which its server updates at most once a second. --port N: a connection to N on
 localhost succeeds (as wait_for_job's port), or a process of the job listens on N.
+
+It reads the state directory of the job's server: give it the server's --state-dir (or
+PTYJOBS_STATE_DIR) if that server has one.
 
 For an agent, started as a background command of its client, which wakes it when it exits:
   npx -y ptyjobs wait dev --port 3000 --timeout 120
@@ -398,7 +401,8 @@ impl Watch<'_> {
 
 /// The TCP listeners of the job's processes.
 fn listeners(_store: &Store, _job: &StoredJob) -> Vec<Listener> {
-    // merge: Store::ports_of from the ports branch
+    // merge: Store::ports_of from the ports branch, e.g.
+    // `store.ports_of(std::slice::from_ref(job)).pop().unwrap_or_default()`.
     Vec::new()
 }
 
