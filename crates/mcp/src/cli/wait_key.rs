@@ -32,7 +32,9 @@ pub(crate) fn resolve(store: &Store, key: &str) -> Result<JobId, Failure> {
             e => Failure::msg(describe(&e)),
         });
     }
-    let cwd = std::env::current_dir().ok();
+    let cwd = std::env::current_dir()
+        .ok()
+        .map(|c| c.canonicalize().unwrap_or(c));
     pick(&named, cwd.as_deref()).ok_or_else(|| {
         let ids: Vec<String> = named
             .iter()
@@ -58,7 +60,7 @@ fn pick(named: &[StoredJob], cwd: Option<&Path>) -> Option<JobId> {
         many => {
             let here: Vec<&&StoredJob> = many
                 .iter()
-                .filter(|j| cwd.is_some_and(|c| j.record.cwd == c))
+                .filter(|j| cwd.is_some_and(|c| same_dir(&j.record.cwd, c)))
                 .collect();
             match here.as_slice() {
                 [one] => Some(one.record.id),
@@ -66,4 +68,9 @@ fn pick(named: &[StoredJob], cwd: Option<&Path>) -> Option<JobId> {
             }
         }
     }
+}
+
+/// Whether two paths name the same directory (symbolic links resolved where they can be).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || a.canonicalize().is_ok_and(|a| a == b)
 }

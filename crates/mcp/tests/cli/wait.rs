@@ -241,3 +241,26 @@ fn a_signal_ends_a_waiting_cli_and_leaves_no_process() {
         assert_eq!(cli.stderr(), "");
     }
 }
+
+#[test]
+fn a_name_means_its_running_job_then_the_one_started_here() {
+    let mut f = Fixture::new();
+    let (old, _) = f.exec_with(json!({ "command": "echo old", "name": "svc" }));
+    f.server.wait_done(&old);
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let away = elsewhere.path().to_str().expect("utf-8 path");
+    f.exec_with(json!({ "command": "sleep 300", "name": "svc", "cwd": away }));
+    // The running job, not the newest finished one of that name (which would answer at once).
+    let a = wait(&f, &["svc", "--timeout", "0.3"], 124);
+    assert_eq!(a["status"], "running", "{a}");
+    // Two running: the one started in the CLI's directory (the server's, as the test's).
+    let (here, _) = f.exec_with(json!({ "command": "sleep 300", "name": "svc" }));
+    let a = wait(&f, &["svc", "--timeout", "0.3"], 124);
+    assert_eq!(a["job_id"], here.as_str(), "{a}");
+    // Two running elsewhere: ambiguous, say which.
+    let (one, _) = f.exec_with(json!({ "command": "sleep 300", "name": "api", "cwd": away }));
+    let (two, _) = f.exec_with(json!({ "command": "sleep 300", "name": "api", "cwd": away }));
+    let r = f.cli(&["wait", "api"]);
+    assert_wait_error(&r, "several running jobs are named \"api\"");
+    assert!(r.stderr.contains(&one) && r.stderr.contains(&two), "{r:?}");
+}
