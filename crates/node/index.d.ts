@@ -15,7 +15,8 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  *
  * Errors are `Error`s with a stable `code`: `JOB_NOT_FOUND`, `INVALID_JOB_ID`, `NOT_RUNNING`,
  * `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `NOT_OWNER` (a job of
- * another live process sharing the state directory), `IO_ERROR`.
+ * another live process sharing the state directory), `NAME_TAKEN` (a live job holds the name
+ * in that directory), `UNKNOWN_NAME`, `IO_ERROR`.
  * Async methods reject with the same errors.
  *
  * Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
