@@ -138,7 +138,7 @@ fn unknown_name(name: &str, cwd: Option<&std::path::Path>, live: &[String], more
     } else {
         format!("live names: {}", live.join(", "))
     };
-    format!("no job is named {name:?}{place}; {listed}")
+    format!("no job is named {:?}{place}; {listed}", short(name))
 }
 
 /// `text` cut to at most 200 bytes (at a character boundary), with `…` when cut: a command in

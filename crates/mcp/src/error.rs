@@ -41,7 +41,9 @@ pub fn message(e: &Error) -> String {
             "{e} (the UUID that execute_command returned). Call list_jobs to see the ids of \
              the known jobs."
         ),
-        Error::JobNotFound(_) => format!("{e}: call list_jobs to see the known jobs"),
+        Error::JobNotFound(_) | Error::UnknownName { .. } => {
+            format!("{e}: call list_jobs to see the known jobs")
+        }
         Error::NameTaken(t) if t.wanted.is_none() => format!(
             "{e}. To use it: execute_command with the same command and \"ensure\": true; to \
              replace it: restart_job; or kill_job it."

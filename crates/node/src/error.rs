@@ -89,7 +89,9 @@ pub fn from_engine(e: EngineError) -> JsErr {
     };
     // The engine names no method of any face: the binding's own hints are added here.
     let message = match &e {
-        EngineError::JobNotFound(_) => format!("{e}: call list() to see the known jobs"),
+        EngineError::JobNotFound(_) | EngineError::UnknownName { .. } => {
+            format!("{e}: call list() to see the known jobs")
+        }
         EngineError::InvalidJobId(_) => format!("{e} (the UUID that execute() returned)"),
         EngineError::NameTaken(t) if t.wanted.is_none() => format!(
             "{e} (execute with ensure: true reuses it; restart() replaces it; kill() ends it)"
