@@ -53,8 +53,8 @@ mod terminal;
 mod wait;
 
 pub use attach::{
-    ATTACH_VERSION, AttachHello, AttachReply, AttachServer, attach_keys_frame, attach_resize_frame,
-    attach_socket_path,
+    ATTACH_RESTART_VERSION, ATTACH_VERSION, AttachHello, AttachReply, AttachRestart, AttachServer,
+    attach_keys_frame, attach_resize_frame, attach_socket_path,
 };
 pub use config::{EngineConfig, prefer_prompt_wakeups, raise_fd_limit};
 pub use ensure::Started;

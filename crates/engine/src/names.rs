@@ -39,12 +39,18 @@ pub(crate) fn check(name: &str) -> Result<()> {
             name.len()
         )));
     }
-    if let Some(c) = name.chars().find(|c| c.is_control()) {
+    if let Some(c) = name.chars().find(|&c| c.is_control() || is_bidi_control(c)) {
         return Err(Error::InvalidArgument(format!(
             "name contains the control character {c:?}: use printable characters only"
         )));
     }
     Ok(())
+}
+
+/// The invisible characters that reorder the text around them (a name shown as `txt.exe`
+/// that is `exe.txt`).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `dir` with its links and `..` resolved, so that two spellings of one directory are one key;
@@ -203,15 +209,20 @@ impl Store {
     /// # Errors
     /// [`Error::InvalidArgument`] when nothing or several jobs match (the message lists them).
     pub fn resolve_job(&self, text: &str, cwd: Option<&Path>) -> Result<JobId> {
+        if text.parse::<JobId>().is_ok() {
+            return self.resolve(text);
+        }
         let jobs: Vec<JobInfo> = self
             .records()
             .iter()
             .map(|j| j.info(self.instance()))
             .collect();
-        match refer(text, cwd, || jobs) {
-            // Not a name: an id prefix, else the name error (it lists the live names).
+        match pick(&jobs, text, cwd) {
+            // Not a name: an id prefix, else both errors in one.
             Err(unknown @ Error::UnknownName { .. }) => self.resolve(text).map_err(|e| match e {
-                Error::InvalidArgument(m) if m.starts_with("no job id starts") => unknown,
+                Error::InvalidArgument(m) if m.starts_with("no job id starts") => {
+                    Error::InvalidArgument(format!("{m}, and {unknown}"))
+                }
                 e => e,
             }),
             other => other,

@@ -83,7 +83,13 @@ async fn a_name_is_one_live_job_per_directory() {
 async fn names_with_control_characters_or_10_kb_are_refused() {
     let m = manager();
     let dir = tempfile::tempdir().unwrap();
-    for bad in ["dev\nserver", "\u{1b}[31mred", "tab\there", ""] {
+    for bad in [
+        "dev\nserver",
+        "\u{1b}[31mred",
+        "tab\there",
+        "",
+        "\u{202e}txt.exe",
+    ] {
         let err = m.execute(named("true", bad, dir.path())).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{bad:?}: {err:?}");
     }

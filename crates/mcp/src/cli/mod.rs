@@ -14,13 +14,16 @@ mod list;
 mod logs;
 mod manage;
 mod out;
+#[cfg(unix)]
+mod restart;
 mod status;
 
 use std::process::ExitCode;
 
 use ptyjobs_engine::{Error, Store, StoreConfig};
 
-/// The subcommands. Job ids may be given as any unique prefix, like git's.
+/// The subcommands. A job may be given by its id, any unique prefix of it (like git's), or
+/// its name (the live job with it, else the newest ended one).
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// List the jobs of every server on the state directory, newest first.
@@ -74,6 +77,24 @@ pub enum Command {
     Attach {
         /// The job's id or a unique prefix of it.
         id: String,
+    },
+    /// Restart a job: a live server on the state directory ends its whole tree, waits until
+    /// its ports are free and starts it again (same command, directory, environment, name).
+    Restart {
+        /// The job's id, a unique prefix of it, or its name.
+        id: String,
+        /// Which directory, for a name live in several.
+        #[arg(long)]
+        cwd: Option<std::path::PathBuf>,
+        /// A new command line.
+        #[arg(long)]
+        command: Option<String>,
+        /// A new environment variable (KEY=VALUE; repeat; replaces the job's extra ones).
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Print the new job's record as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -160,6 +181,19 @@ fn dispatch(command: Command, store: &Store) -> CmdResult {
         Command::Attach { .. } => Err(Failure::msg(
             "ptyjobs attach is not offered on this platform (it needs a Unix socket); \
              use `ptyjobs logs --follow` to watch a job",
+        )),
+        #[cfg(unix)]
+        Command::Restart {
+            id,
+            cwd,
+            command,
+            env,
+            json,
+        } => restart::run(store, &id, cwd.as_deref(), command, &env, json),
+        #[cfg(not(unix))]
+        Command::Restart { .. } => Err(Failure::msg(
+            "ptyjobs restart is not offered on this platform (it needs a server's Unix \
+             socket); restart the job from your MCP client (restart_job)",
         )),
     }
 }
