@@ -29,7 +29,8 @@ pub enum Code {
     NotOwner,
     /// A live job already holds this name in this directory: the message names it.
     NameTaken,
-    /// No job has this name: the message lists the live names.
+    /// No job has this name: the message lists the live names (the binding's job references
+    /// answer `INVALID_JOB_ID` for it, as for any text that names no job).
     UnknownName,
     /// An operating-system error outside the cases above.
     IoError,
