@@ -57,7 +57,7 @@ impl JobManager {
             }
         };
         self.end_for_restart(&old).await?;
-        ports_free(&old.ports).await?;
+        ports_free(&old.ports, PORTS_FREE_WITHIN).await?;
         let spec = JobSpec {
             command: command.unwrap_or_else(|| old.command.clone()),
             cwd: Some(old.cwd.clone()),
@@ -123,10 +123,10 @@ impl JobManager {
     }
 }
 
-/// Waits until every port of `ports` can be bound on its address again (the old job's
-/// sockets are closed), polling with a deadline.
-async fn ports_free(ports: &[Listener]) -> Result<()> {
-    let deadline = Instant::now() + PORTS_FREE_WITHIN;
+/// Waits (at most `within`) until every port of `ports` can be bound on its address again
+/// (the old job's sockets are closed), polling.
+async fn ports_free(ports: &[Listener], within: Duration) -> Result<()> {
+    let deadline = Instant::now() + within;
     for l in ports {
         let addr = SocketAddr::new(l.address, l.port);
         while TcpListener::bind(addr).is_err() {
@@ -134,8 +134,8 @@ async fn ports_free(ports: &[Listener]) -> Result<()> {
                 return Err(Error::Io(std::io::Error::new(
                     std::io::ErrorKind::AddrInUse,
                     format!(
-                        "port {addr} of the old job is still taken after {} s: not restarted",
-                        PORTS_FREE_WITHIN.as_secs()
+                        "port {addr} of the old job is still taken after {} ms: not restarted",
+                        within.as_millis()
                     ),
                 )));
             }
@@ -150,4 +150,48 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listener_of(l: &TcpListener) -> Listener {
+        let addr = l.local_addr().expect("addr");
+        Listener {
+            address: addr.ip(),
+            port: addr.port(),
+            pid: std::process::id(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_restart_waits_until_the_old_ports_are_free() {
+        let held = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener_of(&held);
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(held);
+        });
+        let t = Instant::now();
+        ports_free(&[port], Duration::from_secs(10))
+            .await
+            .expect("freed");
+        assert!(
+            t.elapsed() >= Duration::from_millis(100),
+            "{:?}",
+            t.elapsed()
+        );
+        release.join().expect("thread");
+    }
+
+    #[tokio::test]
+    async fn a_port_that_stays_taken_stops_the_restart() {
+        let held = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let e = ports_free(&[listener_of(&held)], Duration::from_millis(50))
+            .await
+            .expect_err("still taken");
+        let port = held.local_addr().expect("addr").port();
+        assert!(e.to_string().contains(&port.to_string()), "{e}");
+    }
 }

@@ -208,3 +208,20 @@ async fn two_servers_on_one_state_directory_ensure_one_job() {
         .await;
     assert!(msg.contains(ids[0]), "{msg}");
 }
+
+/// The tool list as a model reads it (names, descriptions, input schemas) stays within the
+/// 16 KB the issue allows, restart_job and the name parameters included.
+#[tokio::test]
+async fn the_tool_list_stays_within_16_kb() {
+    let s = Server::start(&[]).await;
+    let tools = s.client().list_all_tools().await.expect("tools/list");
+    let size: usize = tools
+        .iter()
+        .map(|t| {
+            json!({ "name": t.name, "description": t.description, "inputSchema": t.input_schema })
+                .to_string()
+                .len()
+        })
+        .sum();
+    assert!(size <= 16 * 1024, "the tool list is {size} bytes");
+}
