@@ -107,13 +107,14 @@ impl JobManager {
             .find(|j| Some(j.id) != skip && names::holds(j, name, dir))
     }
 
-    /// The job a name stands for: the live job with that name (in `cwd` when given), else the
-    /// newest ended one, among every job this manager knows (with a state directory, those
+    /// The job a name stands for: the live job with that name (in `cwd` when given; when it is
+    /// live in several directories, the only one of them this manager runs), else the newest
+    /// ended one, among every job this manager knows (with a state directory, those
     /// of other servers sharing it too).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the name is live in several directories and no `cwd`
-    /// says which (the message lists them); [`Error::UnknownName`] when no job has it (the
+    /// [`Error::InvalidArgument`] when the name is live in several directories and neither
+    /// `cwd` nor ownership says which (the message lists them); [`Error::UnknownName`] when no job has it (the
     /// message lists the live names).
     pub fn resolve(&self, name: &str, cwd: Option<&Path>) -> Result<JobId> {
         names::pick(&self.list(), name, cwd)

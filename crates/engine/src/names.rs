@@ -126,7 +126,8 @@ impl NameLock {
 }
 
 /// The one job `name` stands for among `jobs` (newest first): the live one (in `cwd` when
-/// given), else the newest ended one.
+/// given; when several directories have one, the only one this server runs), else the newest
+/// ended one.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when several live jobs in different directories have the name
@@ -141,6 +142,12 @@ pub(crate) fn pick(jobs: &[JobInfo], name: &str, cwd: Option<&Path>) -> Result<J
         .filter(named)
         .filter(|j| j.status == JobStatus::Running)
         .collect();
+    // Among several, the caller's own (this server's) job is the one meant: two agents in
+    // two worktrees sharing a state directory each find their own "dev".
+    let own: Vec<&JobInfo> = live.iter().copied().filter(|j| j.this_server).collect();
+    if let ([one], true) = (own.as_slice(), live.len() > 1) {
+        return Ok(one.id);
+    }
     match live.as_slice() {
         [one] => return Ok(one.id),
         [] => {}

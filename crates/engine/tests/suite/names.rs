@@ -308,3 +308,33 @@ async fn restart_of_another_servers_job_moves_it_here() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+#[tokio::test]
+async fn among_servers_sharing_a_state_directory_a_name_means_this_servers_job() {
+    let state = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (stored(state.path()), stored(state.path()));
+    // Two agents, two worktrees, one "dev" each.
+    let in_a = a
+        .execute(named("exec sleep 100", "dev", a_dir.path()))
+        .unwrap();
+    let in_b = b
+        .execute(named("exec sleep 100", "dev", b_dir.path()))
+        .unwrap();
+    assert_eq!(a.resolve("dev", None).unwrap(), in_a.id);
+    assert_eq!(b.resolve_job("dev", None).unwrap(), in_b.id);
+    assert_eq!(a.resolve("dev", Some(b_dir.path())).unwrap(), in_b.id);
+    // A reader that runs neither (the CLI) asks which.
+    let reader = ptyjobs_engine::Store::open_reader(StoreConfig::new(state.path())).unwrap();
+    let err = reader.resolve_job("dev", None).unwrap_err().to_string();
+    assert!(
+        err.contains(&in_a.id.to_string()) && err.contains(&in_b.id.to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        reader.resolve_job("dev", Some(a_dir.path())).unwrap(),
+        in_a.id
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
