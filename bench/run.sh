@@ -7,7 +7,7 @@
 #
 # Builds the release `ptyjobs` binary and the bench programs into $CARGO_TARGET_DIR (default:
 # the workspace's target/), then runs, one after another: workloads, throughput, parse,
-# roundtrip, startup, scale, bounded, persist (each documented at the top of
+# roundtrip, startup, scale, bounded, persist, ensure (each documented at the top of
 # bench/src/bin/<name>.rs). Every
 # figure is printed beside its reference measured in the same run, with the ratio; the rows
 # that carry a target verdict are gathered into the summary at the top. Not part of the tests.
@@ -46,6 +46,7 @@ PTYJOBS_STATE_DIR=$(state startup) "$bin/startup" "${sizes[5]}" >"$tmp/s4.md"
 PTYJOBS_STATE_DIR=$(state scale) "$bin/scale" "${sizes[6]}" "${sizes[7]}" >"$tmp/s5.md"
 PTYJOBS_STATE_DIR=$(state bounded) "$bin/bounded" "${sizes[8]}" >"$tmp/s6.md"
 PTYJOBS_STATE_DIR=$(state persist) "$bin/persist" "${sizes[9]}" >"$tmp/s7.md"
+PTYJOBS_STATE_DIR=$(state ensure) "$bin/ensure" "${sizes[4]}" >"$tmp/s8.md"
 took=$(( $(date +%s) - started ))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -15,8 +15,13 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  *
  * Errors are `Error`s with a stable `code`: `JOB_NOT_FOUND`, `INVALID_JOB_ID`, `NOT_RUNNING`,
  * `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `NOT_OWNER` (a job of
- * another live process sharing the state directory), `IO_ERROR`.
+ * another live process sharing the state directory), `NAME_TAKEN` (a live job holds the name
+ * in that directory), `IO_ERROR`.
  * Async methods reject with the same errors.
+ *
+ * Every method that takes a `jobId` also takes a job's name (`execute`'s `name`): the live
+ * job with it, else the newest ended one; a name live in several directories is an
+ * `INVALID_ARGUMENT` that lists them (pass the id); an unknown one is `INVALID_JOB_ID`.
  *
  * Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
  * process that exits takes its jobs down too.
@@ -67,6 +72,17 @@ export declare class JobManager {
    * `SPAWN_FAILED`, `MANAGER_CLOSED`.
    */
   execute(command: string, options?: ExecuteOptions | undefined | null): JobInfo
+  /**
+   * Restarts a job (by id or name): ends every process of it (SIGTERM, the grace, SIGKILL:
+   * one that ignores SIGTERM ends too), waits until the ports it listened on are free, then
+   * starts its command in its directory with its environment, size and name (or `command`
+   * / `env` instead) as a new job, whose `replaces` is the old id. A finished job is
+   * started again. Resolves with the new job's info.
+   *
+   * Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NAME_TAKEN`,
+   * `INVALID_ARGUMENT`, `IO_ERROR` (a port still taken after 10 s), `MANAGER_CLOSED`.
+   */
+  restart(jobId: string, options?: RestartOptions | undefined | null): Promise<JobInfo>
   /**
    * A snapshot of one job (with persistence, also of a job of an earlier run or of another
    * process sharing the state directory).
@@ -284,8 +300,17 @@ export interface ExecuteOptions {
    * its status becomes `killed` with reason `timeout`.
    */
   timeoutMs?: number
-  /** A short human name shown in listings. */
+  /**
+   * A name for the job: unique among the live jobs of one working directory (across every
+   * process sharing the state directory); every method taking a job id takes it too.
+   */
   name?: string
+  /**
+   * With `name`: when a live job holds that name in that directory and runs the same
+   * command, return it (`reused: true`) instead of starting another; a different command
+   * is refused (`NAME_TAKEN`: restart it to change it).
+   */
+  ensure?: boolean
 }
 
 /** A snapshot of one job. Fields that do not apply yet are absent (`undefined`). */
@@ -337,6 +362,10 @@ export interface JobInfo {
   echo?: boolean
   /** While `waitingForInput`: the text of the line the cursor is on (the prompt). */
   prompt?: string
+  /** The job this one replaced, when `restart` started it. */
+  replaces?: string
+  /** Set (true) by `execute` with `ensure` when it returned the job already running. */
+  reused?: boolean
 }
 
 /** A job's state. */
@@ -487,6 +516,16 @@ export interface OutputOptions {
    * Default: no limit.
    */
   maxBytes?: number
+}
+
+/** Options of `restart(jobIdOrName, options?)`. */
+export interface RestartOptions {
+  /** A new command line. Default: the job's. */
+  command?: string
+  /** New extra environment variables. Default: the job's. */
+  env?: Record<string, string>
+  /** For a name live in several directories: which one. */
+  cwd?: string
 }
 
 /**

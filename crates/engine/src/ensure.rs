@@ -1,12 +1,15 @@
-//! Names as keys: ensure (answer with the live job that already runs a name) and name lookup.
-//!
-//! Placeholder contract for the services work (issue 22); filled in by the names change.
+//! Names as keys: every start goes through here. A named start is refused while a live job
+//! of the state directory (this server's or another's) holds the name in the same working
+//! directory; `ensure` answers with that job instead when it runs the same command. Also the
+//! lookups that turn a name into a job id.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobSpec};
 use crate::manager::JobManager;
+use crate::names::{self, NameLock};
+use crate::sync::lock;
 
 /// What [`JobManager::ensure`] did.
 #[derive(Debug, Clone)]
@@ -19,26 +22,140 @@ pub struct Started {
 }
 
 impl JobManager {
-    /// Starts `spec`, or with `spec.ensure` answers with the live job that holds
-    /// (`spec.name`, `spec.cwd`) and runs the same command.
+    /// Starts `spec.command` under a new PTY and returns at once (see [`Self::ensure`]: a named
+    /// start is refused while a live job holds the name in the same directory).
+    ///
+    /// All or nothing: validate → reserve a running slot → spawn → start the reader → record →
+    /// insert into the table. A failure after the spawn kills and reaps the child and releases
+    /// the slot, so nothing of a failed start remains.
     ///
     /// # Errors
-    /// As [`JobManager::execute`].
+    /// [`Error::InvalidArgument`] for an empty command, a bad size, a `cwd` that is not a
+    /// directory or a bad name; [`Error::NameTaken`] when a live job holds the name;
+    /// [`Error::LimitReached`] when `max_running` jobs run or no PTY is left;
+    /// [`Error::Spawn`] when the shell cannot be started.
+    pub fn execute(&self, spec: JobSpec) -> Result<JobInfo> {
+        Ok(self.ensure(spec)?.info)
+    }
+
+    /// Starts `spec`, with its name as a key: among the live jobs of the state directory
+    /// (every server sharing it) a name is unique per canonical working directory.
+    ///
+    /// When a live job holds (`spec.name`, `spec.cwd`): with `spec.ensure` and the same
+    /// command, answers with that job (`reused: true`, nothing started); otherwise refuses
+    /// with [`Error::NameTaken`] naming it. The check and the start are one step for every
+    /// thread and every process sharing the state directory (a lock file in it), so racing
+    /// ensures of one name start exactly one job. A job started by a restart does not count
+    /// the job it replaces (`spec.replaces`).
+    ///
+    /// # Errors
+    /// As [`Self::execute`]; [`Error::InvalidArgument`] for `ensure` without a name.
     pub fn ensure(&self, spec: JobSpec) -> Result<Started> {
+        let Some(name) = spec.name.clone() else {
+            if spec.ensure {
+                return Err(Error::InvalidArgument(
+                    "ensure needs a name: it reuses the live job with that name".into(),
+                ));
+            }
+            return self.fresh(spec);
+        };
+        names::check(&name)?;
+        let dir = names::canonical(&match &spec.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()?,
+        });
+        // This server's own live job answers without the lock or the state directory: names
+        // are unique, so no other can hold the name while it lives.
+        if let Some(held) = self.own_holder(&name, &dir, spec.replaces) {
+            return decide(held, spec);
+        }
+        let _lock = NameLock::take(self.inner.store.as_deref())?;
+        if let Some(held) = self.holder(&name, &dir, spec.replaces) {
+            return decide(held, spec);
+        }
+        self.fresh(spec)
+    }
+
+    /// Starts `spec` (the name, if any, already checked).
+    fn fresh(&self, spec: JobSpec) -> Result<Started> {
         Ok(Started {
-            info: self.execute(spec)?,
+            info: self.start(spec)?,
             reused: false,
         })
     }
 
-    /// The job a name stands for: the live job with that name (in `cwd` when given), else the
-    /// newest ended one.
+    /// This manager's live job that holds `name` in `dir`, but `skip`.
+    fn own_holder(&self, name: &str, dir: &Path, skip: Option<JobId>) -> Option<JobInfo> {
+        let jobs: Vec<_> = {
+            let t = lock(&self.inner.table);
+            t.jobs
+                .values()
+                .filter(|j| j.name.as_deref() == Some(name) && Some(j.id) != skip)
+                .cloned()
+                .collect()
+        };
+        jobs.iter()
+            .map(|j| j.info())
+            .find(|j| names::holds(j, name, dir))
+    }
+
+    /// The live job of the state directory (any server's) that holds `name` in `dir`, but
+    /// `skip`.
+    fn holder(&self, name: &str, dir: &Path, skip: Option<JobId>) -> Option<JobInfo> {
+        self.list()
+            .into_iter()
+            .find(|j| Some(j.id) != skip && names::holds(j, name, dir))
+    }
+
+    /// The job a name stands for: the live job with that name (in `cwd` when given; when it is
+    /// live in several directories, the only one of them this manager runs), else the newest
+    /// ended one, among every job this manager knows (with a state directory, those
+    /// of other servers sharing it too).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when no job has that name (the names change may add its own
-    /// variant).
+    /// [`Error::InvalidArgument`] when the name is live in several directories and neither
+    /// `cwd` nor ownership says which (the message lists them); [`Error::UnknownName`] when no job has it (the
+    /// message lists the live names).
     pub fn resolve(&self, name: &str, cwd: Option<&Path>) -> Result<JobId> {
-        let _ = cwd;
-        Err(Error::InvalidArgument(format!("no job is named {name:?}")))
+        names::pick(&self.list(), name, cwd)
     }
+
+    /// A job reference as a person or a model gives it: a job id, or a name (see
+    /// [`Self::resolve`]). Blocking (a name reads the state directory).
+    ///
+    /// # Errors
+    /// As [`Self::resolve`].
+    pub fn resolve_job(&self, id_or_name: &str, cwd: Option<&Path>) -> Result<JobId> {
+        names::refer(id_or_name, cwd, || self.list())
+    }
+
+    /// [`Self::resolve_job`] off the async workers (a full job id is answered at once).
+    ///
+    /// # Errors
+    /// As [`Self::resolve`].
+    pub async fn resolve_job_async(&self, id_or_name: &str, cwd: Option<PathBuf>) -> Result<JobId> {
+        if let Ok(id) = id_or_name.parse::<JobId>() {
+            return Ok(id);
+        }
+        let this = self.clone();
+        let text = id_or_name.to_owned();
+        tokio::task::spawn_blocking(move || this.resolve_job(&text, cwd.as_deref()))
+            .await
+            .map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?
+    }
+}
+
+/// What a start does when `held` holds its name: reuse it (an ensure of the same command) or
+/// refuse, naming it.
+fn decide(held: JobInfo, spec: JobSpec) -> Result<Started> {
+    if !spec.ensure {
+        return Err(names::taken(held, None));
+    }
+    if held.command == spec.command {
+        return Ok(Started {
+            info: held,
+            reused: true,
+        });
+    }
+    Err(names::taken(held, Some(spec.command)))
 }

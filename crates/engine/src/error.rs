@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use crate::job::{JobId, JobStatus};
+use crate::job::{JobId, JobInfo, JobStatus};
 
 /// Everything that can go wrong in the engine. Callers branch on the variant:
 /// the MCP face maps each to a protocol answer, the Node face to a stable `code`.
@@ -58,9 +58,101 @@ pub enum Error {
     /// A caller-supplied argument is unusable (empty command, bad size, bad cwd, bad signal...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A live job already holds this name in this working directory (names are keys among
+    /// the live jobs of a state directory): the message names that job and what to do.
+    #[error("{0}")]
+    NameTaken(Box<NameTaken>),
+    /// No job, live or ended, has this name (in this directory when one was given).
+    #[error("{}", unknown_name(name, cwd.as_deref(), live, *more))]
+    UnknownName {
+        /// The name asked for.
+        name: String,
+        /// The directory asked for, canonical.
+        cwd: Option<std::path::PathBuf>,
+        /// Names of live jobs (sorted, at most 20).
+        live: Vec<String>,
+        /// How many more live names there are.
+        more: usize,
+    },
     /// An operating-system error outside the cases above.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// A start refused because a live job holds the name ([`Error::NameTaken`]).
+#[derive(Debug, Clone)]
+pub struct NameTaken {
+    /// The name.
+    pub name: String,
+    /// The live job that holds it (its ports when known).
+    pub job: JobInfo,
+    /// The command an ensure asked for, when it differs from the one that runs.
+    pub wanted: Option<String>,
+}
+
+impl std::fmt::Display for NameTaken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let j = &self.job;
+        let ports: Vec<String> = j
+            .ports
+            .iter()
+            .map(|l| format!("{}:{}", l.address, l.port))
+            .collect();
+        let ports = if ports.is_empty() {
+            String::new()
+        } else {
+            format!(", listening on {}", ports.join(", "))
+        };
+        let what = format!(
+            "job {} (pid {}{ports}) runs {:?} in {}",
+            j.id,
+            j.pid,
+            short(&j.command),
+            j.cwd.display()
+        );
+        match &self.wanted {
+            Some(wanted) => write!(
+                f,
+                "name {:?} runs a different command: {what}, not {:?}; restart that job with \
+                 the new command to change it",
+                self.name,
+                short(wanted)
+            ),
+            None => write!(
+                f,
+                "name {:?} is in use: {what}; reuse it (ensure with the same command), restart \
+                 it, or kill it first",
+                self.name
+            ),
+        }
+    }
+}
+
+/// The message of [`Error::UnknownName`].
+fn unknown_name(name: &str, cwd: Option<&std::path::Path>, live: &[String], more: usize) -> String {
+    let place = cwd.map_or(String::new(), |d| format!(" in {}", d.display()));
+    let listed = if live.is_empty() {
+        "no live job has a name".to_owned()
+    } else if more > 0 {
+        format!("live names: {} and {more} more", live.join(", "))
+    } else {
+        format!("live names: {}", live.join(", "))
+    };
+    format!("no job is named {:?}{place}; {listed}", short(name))
+}
+
+/// `text` cut to at most 200 bytes (at a character boundary), with `…` when cut: a command in
+/// a message.
+pub(crate) fn short(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.len() <= MAX {
+        return text.to_owned();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// The engine's result type.

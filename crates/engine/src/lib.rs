@@ -35,10 +35,12 @@ mod jobenv;
 mod keys;
 mod kill;
 mod manager;
+mod names;
 mod output;
 mod pipeline;
 mod procs;
 mod reads;
+mod restart;
 mod search;
 mod services;
 mod signal;
@@ -52,12 +54,12 @@ mod terminal;
 mod wait;
 
 pub use attach::{
-    ATTACH_VERSION, AttachHello, AttachReply, AttachServer, attach_keys_frame, attach_resize_frame,
-    attach_socket_path,
+    ATTACH_RESTART_VERSION, ATTACH_VERSION, AttachHello, AttachReply, AttachRestart, AttachServer,
+    attach_keys_frame, attach_resize_frame, attach_socket_path,
 };
 pub use config::{EngineConfig, prefer_prompt_wakeups, raise_fd_limit};
 pub use ensure::Started;
-pub use error::{Error, Result};
+pub use error::{Error, NameTaken, Result};
 pub use follow::{Follow, Followed};
 pub use interact::Interaction;
 pub use job::{InputWait, JobId, JobInfo, JobSpec, JobStatus, Listener};
@@ -65,6 +67,7 @@ pub use jobenv::JOB_ID_ENV;
 pub use keys::encode_keys;
 pub use kill::MAX_KILL_GRACE;
 pub use manager::{JobEvent, JobManager};
+pub use names::MAX_NAME_BYTES;
 pub use output::OutputSlice;
 pub use procs::process_scans;
 pub use regex::Regex;

@@ -83,6 +83,8 @@ pub(crate) struct Job {
     pub(crate) port: Option<u16>,
     /// The job this one replaced (restart).
     pub(crate) replaces: Option<JobId>,
+    /// The extra environment it was started with (in memory only: a restart reuses it).
+    pub(crate) env: std::collections::BTreeMap<String, String>,
     pub(crate) pid: u32,
     /// The job's shell as its parent knows it: what proves the identity of what is signalled.
     pub(crate) leader: Arc<Leader>,

@@ -25,17 +25,11 @@ use crate::sys::spawn::{self, SpawnSpec};
 use crate::terminal::Terminal;
 
 impl JobManager {
-    /// Starts `spec.command` under a new PTY and returns at once.
-    ///
-    /// All or nothing: validate → reserve a running slot → spawn → start the reader → record →
-    /// insert into the table. A failure after the spawn kills and reaps the child and releases
-    /// the slot, so nothing of a failed start remains.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for an empty command, a bad size or a `cwd` that is not a
-    /// directory; [`Error::LimitReached`] when `max_running` jobs run or no PTY is left;
-    /// [`Error::Spawn`] when the shell cannot be started.
-    pub fn execute(&self, spec: JobSpec) -> Result<JobInfo> {
+    /// Starts `spec.command` under a new PTY and returns at once; the name, if any, already
+    /// checked (the public start is [`JobManager::execute`], through [`JobManager::ensure`]).
+    /// All or nothing: a failure after the spawn kills and reaps the child and releases the
+    /// slot, so nothing of a failed start remains.
+    pub(crate) fn start(&self, spec: JobSpec) -> Result<JobInfo> {
         let inner = &self.inner;
         let (cols, rows, cwd) = validate(&inner.config, &spec)?;
         let slot = Slot::reserve(inner)?;
@@ -70,6 +64,7 @@ impl JobManager {
             cwd,
             port: None,
             replaces: spec.replaces,
+            env: spec.env.clone(),
             pid: spawned.pid,
             leader: child.leader.clone(),
             started: Utc::now(),

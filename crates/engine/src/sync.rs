@@ -10,6 +10,10 @@
 //!  table  →  job state
 //! ```
 //!
+//! Before both, and only by a thread that holds no other lock, a named start takes the name
+//! lock ([`crate::names`]: a process-wide mutex, then the state directory's lock file) from its
+//! check until the new job is in the table; a reuse of this server's own job does not take it.
+//!
 //! A thread that holds a job's state never takes the table (the finishing path releases the
 //! job's lock before it takes the table's to move the job to the finished list). Debug builds
 //! check it on every [`lock`] of a [`Ranked`] lock: taking the table while holding a job's

@@ -13,6 +13,8 @@ use ptyjobs_engine::OutputSlice;
 pub const OUTPUT_BUDGET: usize = 64 * 1024;
 /// Smallest `max_bytes` accepted: room for the omission marker and some text around it.
 pub const MIN_MAX_BYTES: usize = 256;
+/// Bytes of tail an execute_command answer carries when ensure reused a running job.
+pub const REUSED_TAIL_BYTES: usize = 2 * 1024;
 /// Bytes of tail a wait_for_job answer carries.
 pub const WAIT_TAIL_BYTES: usize = 4 * 1024;
 /// Most bytes of the matched line or the prompt in a wait_for_job answer.

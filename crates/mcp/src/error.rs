@@ -41,7 +41,16 @@ pub fn message(e: &Error) -> String {
             "{e} (the UUID that execute_command returned). Call list_jobs to see the ids of \
              the known jobs."
         ),
-        Error::JobNotFound(_) => format!("{e}: call list_jobs to see the known jobs"),
+        Error::JobNotFound(_) | Error::UnknownName { .. } => {
+            format!("{e}: call list_jobs to see the known jobs")
+        }
+        Error::NameTaken(t) if t.wanted.is_none() => format!(
+            "{e}. To use it: execute_command with the same command and \"ensure\": true; to \
+             replace it: restart_job; or kill_job it."
+        ),
+        Error::NameTaken(_) => {
+            format!("{e}: call restart_job with its job_id and the new command.")
+        }
         _ => e.to_string(),
     }
 }
@@ -55,6 +64,8 @@ impl From<Error> for ToolError {
             | Error::NotRunning { .. }
             | Error::NotOwner { .. }
             | Error::Unproven { .. }
+            | Error::NameTaken(_)
+            | Error::UnknownName { .. }
             | Error::InvalidArgument(_)
             | Error::LimitReached(_)
             | Error::Spawn(_)

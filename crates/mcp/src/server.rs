@@ -28,7 +28,9 @@ Workflow: execute_command starts a job and returns its job_id at once. Then wait
 blocks until something happens — the job exits, a line matches `pattern`, output goes quiet \
 for `idle_ms`, or a `port` accepts connections — and returns the reason and the last lines: \
 prefer it to polling. A capped wait (50 s at most per call) says so: call it again. For a \
-build or a test run, execute_command with `\"wait\": true` answers once the job has ended.
+build or a test run, execute_command with `\"wait\": true` answers once the job has ended. \
+For a server or watcher pass `name` and `\"ensure\": true`: a running copy is reused, never \
+duplicated; restart_job restarts it; every tool takes the name as job_id.
 Read output with get_job_output (pass the previous next_offset as offset to get only new \
 lines; max_bytes bounds the answer), the last lines with tail_job_output, or matching lines \
 with search_job_output. For programs that ask questions (prompts, REPLs, watchers), answer \
@@ -80,7 +82,11 @@ impl Server {
 
     fn tools_with_schemas() -> ToolRouter<Self> {
         portable(
-            Self::job_tools() + Self::output_tools() + Self::terminal_tools() + Self::wait_tools(),
+            Self::job_tools()
+                + Self::output_tools()
+                + Self::terminal_tools()
+                + Self::wait_tools()
+                + Self::restart_tools(),
         )
     }
 
@@ -135,7 +141,7 @@ impl Server {
                 .await;
         };
         match self.start_job(params, &context.peer) {
-            Ok(info) => Ok(CallToolResponse::Task(tasks::created(&info))),
+            Ok(started) => Ok(CallToolResponse::Task(tasks::created(&started.info))),
             Err(e) => e.into_call_tool_result(),
         }
     }

@@ -5,6 +5,8 @@
 
 #[path = "cli/harness.rs"]
 mod harness;
+#[path = "cli/names.rs"]
+mod names;
 #[path = "common/procs.rs"]
 mod procs;
 #[path = "cli/services.rs"]

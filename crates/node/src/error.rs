@@ -27,6 +27,11 @@ pub enum Code {
     /// The job belongs to another live process sharing the state directory (a ptyjobs server,
     /// or another `JobManager` with the same `stateDir`): only that process controls it.
     NotOwner,
+    /// A live job already holds this name in this directory: the message names it.
+    NameTaken,
+    /// No job has this name: the message lists the live names (the binding's job references
+    /// answer `INVALID_JOB_ID` for it, as for any text that names no job).
+    UnknownName,
     /// An operating-system error outside the cases above.
     IoError,
     /// An engine error this binding does not know (a newer engine).
@@ -44,6 +49,8 @@ impl AsRef<str> for Code {
             Self::InvalidArgument => "INVALID_ARGUMENT",
             Self::ManagerClosed => "MANAGER_CLOSED",
             Self::NotOwner => "NOT_OWNER",
+            Self::NameTaken => "NAME_TAKEN",
+            Self::UnknownName => "UNKNOWN_NAME",
             Self::IoError => "IO_ERROR",
             Self::Internal => "INTERNAL",
         }
@@ -76,13 +83,21 @@ pub fn from_engine(e: EngineError) -> JsErr {
         EngineError::Spawn(_) => Code::SpawnFailed,
         EngineError::InvalidArgument(_) => Code::InvalidArgument,
         EngineError::NotOwner { .. } => Code::NotOwner,
+        EngineError::NameTaken(_) => Code::NameTaken,
+        EngineError::UnknownName { .. } => Code::UnknownName,
         EngineError::Io(_) => Code::IoError,
         _ => Code::Internal,
     };
     // The engine names no method of any face: the binding's own hints are added here.
     let message = match &e {
-        EngineError::JobNotFound(_) => format!("{e}: call list() to see the known jobs"),
+        EngineError::JobNotFound(_) | EngineError::UnknownName { .. } => {
+            format!("{e}: call list() to see the known jobs")
+        }
         EngineError::InvalidJobId(_) => format!("{e} (the UUID that execute() returned)"),
+        EngineError::NameTaken(t) if t.wanted.is_none() => format!(
+            "{e} (execute with ensure: true reuses it; restart() replaces it; kill() ends it)"
+        ),
+        EngineError::NameTaken(_) => format!("{e} (with restart(idOrName, {{ command }}))"),
         _ => e.to_string(),
     };
     err(code, message)

@@ -16,8 +16,8 @@ use tokio::runtime::Handle;
 
 use crate::error::{Code, JsErr, Result, err, from_engine, into_napi};
 use crate::options::{
-    ExecuteOptions, KillOptions, ManagerOptions, OutputOptions, SearchOptions, TailOptions,
-    WaitOptions,
+    ExecuteOptions, KillOptions, ManagerOptions, OutputOptions, RestartOptions, SearchOptions,
+    TailOptions, WaitOptions,
 };
 use crate::stream::{Callback, Streams};
 use crate::types::{
@@ -33,8 +33,13 @@ const DEFAULT_TAIL: usize = 50;
 ///
 /// Errors are `Error`s with a stable `code`: `JOB_NOT_FOUND`, `INVALID_JOB_ID`, `NOT_RUNNING`,
 /// `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `NOT_OWNER` (a job of
-/// another live process sharing the state directory), `IO_ERROR`.
+/// another live process sharing the state directory), `NAME_TAKEN` (a live job holds the name
+/// in that directory), `IO_ERROR`.
 /// Async methods reject with the same errors.
+///
+/// Every method that takes a `jobId` also takes a job's name (`execute`'s `name`): the live
+/// job with it, else the newest ended one; a name live in several directories is an
+/// `INVALID_ARGUMENT` that lists them (pass the id); an unknown one is `INVALID_JOB_ID`.
 ///
 /// Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
 /// process that exits takes its jobs down too.
@@ -59,8 +64,26 @@ pub struct JobManager {
     attach: std::sync::Mutex<Option<engine::AttachServer>>,
 }
 
-fn parse_id(id: &str) -> Result<JobId> {
-    id.parse().map_err(from_engine)
+/// The job a caller's `jobId` stands for: a job id, or a job's name (the live job with it,
+/// else the newest ended one; a name reads the state directory).
+fn parse_id(jobs: &engine::JobManager, id: &str) -> Result<JobId> {
+    resolve_id(jobs, id, None)
+}
+
+/// [`parse_id`], with the directory that picks among a name's live jobs. A text that is
+/// neither a job id nor a known name is `INVALID_JOB_ID`, as before names were keys.
+fn resolve_id(jobs: &engine::JobManager, id: &str, cwd: Option<&str>) -> Result<JobId> {
+    jobs.resolve_job(id, cwd.map(std::path::Path::new))
+        .map_err(|e| match e {
+            engine::Error::UnknownName { .. } => err(
+                Code::InvalidJobId,
+                format!(
+                    "{e}, and it is not a job id (the UUID that execute() returned): call \
+                     list() to see the known jobs"
+                ),
+            ),
+            e => from_engine(e),
+        })
 }
 
 /// A rejected promise carrying a coded error.
@@ -162,10 +185,51 @@ impl JobManager {
         spec.rows = o.rows.map(|v| dimension("rows", v)).transpose()?;
         spec.timeout = o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?;
         spec.name = o.name;
-        self.jobs
-            .execute(spec)
-            .map(JobInfo::from)
-            .map_err(from_engine)
+        spec.ensure = o.ensure.unwrap_or(false);
+        let started = self.jobs.ensure(spec).map_err(from_engine)?;
+        let mut info = JobInfo::from(started.info);
+        info.reused = started.reused.then_some(true);
+        Ok(info)
+    }
+
+    /// Restarts a job (by id or name): ends every process of it (SIGTERM, the grace, SIGKILL:
+    /// one that ignores SIGTERM ends too), waits until the ports it listened on are free, then
+    /// starts its command in its directory with its environment, size and name (or `command`
+    /// / `env` instead) as a new job, whose `replaces` is the old id. A finished job is
+    /// started again. Resolves with the new job's info.
+    ///
+    /// Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NAME_TAKEN`,
+    /// `INVALID_ARGUMENT`, `IO_ERROR` (a port still taken after 10 s), `MANAGER_CLOSED`.
+    #[napi(catch_unwind, ts_return_type = "Promise<JobInfo>")]
+    pub fn restart<'env>(
+        &self,
+        env: &'env Env,
+        job_id: String,
+        options: Option<RestartOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JobInfo>> {
+        if self.closed.load(Ordering::SeqCst) {
+            return rejected(
+                env,
+                err(
+                    Code::ManagerClosed,
+                    "this JobManager was closed: create a new one",
+                ),
+            );
+        }
+        let o = options.unwrap_or_default();
+        let id = match resolve_id(&self.jobs, &job_id, o.cwd.as_deref()) {
+            Ok(id) => id,
+            Err(e) => return rejected(env, e),
+        };
+        let vars = o.env.map(|e| e.into_iter().collect::<BTreeMap<_, _>>());
+        let jobs = self.jobs.clone();
+        env.spawn_future_with_callback(
+            async move { Ok(jobs.restart(id, o.command, vars).await) },
+            move |env, res| match res {
+                Ok(info) => Ok(JobInfo::from(info)),
+                Err(e) => Err(into_napi(env, from_engine(e))),
+            },
+        )
     }
 
     /// A snapshot of one job (with persistence, also of a job of an earlier run or of another
@@ -175,7 +239,7 @@ impl JobManager {
     #[napi(catch_unwind)]
     pub fn status(&self, job_id: String) -> Result<JobInfo> {
         self.jobs
-            .status(parse_id(&job_id)?)
+            .status(parse_id(&self.jobs, &job_id)?)
             .map(JobInfo::from)
             .map_err(from_engine)
     }
@@ -198,7 +262,7 @@ impl JobManager {
     /// on disk that cannot be read).
     #[napi(catch_unwind)]
     pub fn output(&self, job_id: String, options: Option<OutputOptions>) -> Result<Output> {
-        let (id, offset, limit, max_bytes) = output_args(&job_id, options)?;
+        let (id, offset, limit, max_bytes) = output_args(&self.jobs, &job_id, options)?;
         // Clamped to the budget before reading (a huge `limit` costs `maxBytes`, not the log).
         self.jobs
             .output_within(id, offset, limit, max_bytes.unwrap_or(usize::MAX))
@@ -218,7 +282,7 @@ impl JobManager {
         lines: Option<f64>,
         options: Option<TailOptions>,
     ) -> Result<Output> {
-        let (id, n, max_bytes) = tail_args(&job_id, lines, options)?;
+        let (id, n, max_bytes) = tail_args(&self.jobs, &job_id, lines, options)?;
         self.jobs
             .tail_within(id, n, max_bytes.unwrap_or(usize::MAX))
             .map(|s| fitted(s, max_bytes))
@@ -234,7 +298,7 @@ impl JobManager {
     #[napi(catch_unwind)]
     pub fn screen(&self, job_id: String) -> Result<ScreenSnapshot> {
         self.jobs
-            .screen(parse_id(&job_id)?)
+            .screen(parse_id(&self.jobs, &job_id)?)
             .map(ScreenSnapshot::from)
             .map_err(from_engine)
     }
@@ -254,7 +318,7 @@ impl JobManager {
         pattern: String,
         options: Option<SearchOptions>,
     ) -> Result<SearchResult> {
-        let (id, re, context, max) = search_args(&job_id, &pattern, options)?;
+        let (id, re, context, max) = search_args(&self.jobs, &job_id, &pattern, options)?;
         self.jobs
             .search(id, &re, context, max)
             .map(SearchResult::from)
@@ -271,7 +335,7 @@ impl JobManager {
         env: &'env Env,
         job_id: String,
     ) -> napi::Result<PromiseRaw<'env, JobInfo>> {
-        let id = match parse_id(&job_id) {
+        let id = match parse_id(&self.jobs, &job_id) {
             Ok(id) => id,
             Err(e) => return rejected(env, e),
         };
@@ -303,7 +367,7 @@ impl JobManager {
         job_id: String,
         options: Option<OutputOptions>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        let (id, offset, limit, max_bytes) = match output_args(&job_id, options) {
+        let (id, offset, limit, max_bytes) = match output_args(&self.jobs, &job_id, options) {
             Ok(args) => args,
             Err(e) => return rejected(env, e),
         };
@@ -329,7 +393,7 @@ impl JobManager {
         lines: Option<f64>,
         options: Option<TailOptions>,
     ) -> napi::Result<PromiseRaw<'env, Output>> {
-        let (id, n, max_bytes) = match tail_args(&job_id, lines, options) {
+        let (id, n, max_bytes) = match tail_args(&self.jobs, &job_id, lines, options) {
             Ok(args) => args,
             Err(e) => return rejected(env, e),
         };
@@ -354,7 +418,7 @@ impl JobManager {
         env: &'env Env,
         job_id: String,
     ) -> napi::Result<PromiseRaw<'env, ScreenSnapshot>> {
-        let id = match parse_id(&job_id) {
+        let id = match parse_id(&self.jobs, &job_id) {
             Ok(id) => id,
             Err(e) => return rejected(env, e),
         };
@@ -378,7 +442,7 @@ impl JobManager {
         pattern: String,
         options: Option<SearchOptions>,
     ) -> napi::Result<PromiseRaw<'env, SearchResult>> {
-        let (id, re, context, max) = match search_args(&job_id, &pattern, options) {
+        let (id, re, context, max) = match search_args(&self.jobs, &job_id, &pattern, options) {
             Ok(args) => args,
             Err(e) => return rejected(env, e),
         };
@@ -397,7 +461,7 @@ impl JobManager {
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`.
     #[napi(catch_unwind, ts_args_type = "jobId: string, data: string | Buffer")]
     pub fn write(&self, job_id: String, data: Either<String, Buffer>) -> Result<u32> {
-        let id = parse_id(&job_id)?;
+        let id = parse_id(&self.jobs, &job_id)?;
         let bytes: &[u8] = match &data {
             Either::A(s) => s.as_bytes(),
             Either::B(b) => b.as_ref(),
@@ -423,7 +487,7 @@ impl JobManager {
         keys: Vec<String>,
     ) -> napi::Result<PromiseRaw<'env, u32>> {
         let parsed = (|| -> Result<JobId> {
-            let id = parse_id(&job_id)?;
+            let id = parse_id(&self.jobs, &job_id)?;
             // Validity does not depend on the cursor mode: reject before anything is sent.
             engine::encode_keys(&keys, false).map_err(from_engine)?;
             Ok(id)
@@ -448,7 +512,7 @@ impl JobManager {
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (size outside 1..=1000).
     #[napi(catch_unwind)]
     pub fn resize(&self, job_id: String, cols: f64, rows: f64) -> Result<bool> {
-        let id = parse_id(&job_id)?;
+        let id = parse_id(&self.jobs, &job_id)?;
         let (cols, rows) = (dimension("cols", cols)?, dimension("rows", rows)?);
         self.jobs.resize(id, cols, rows).map_err(from_engine)
     }
@@ -494,7 +558,9 @@ impl JobManager {
     /// directory), `IO_ERROR`.
     #[napi(catch_unwind)]
     pub fn remove_job(&self, job_id: String) -> Result<()> {
-        self.jobs.remove(parse_id(&job_id)?).map_err(from_engine)
+        self.jobs
+            .remove(parse_id(&self.jobs, &job_id)?)
+            .map_err(from_engine)
     }
 
     /// Waits for the job without polling. Two forms, told apart by the options:
@@ -533,7 +599,7 @@ impl JobManager {
     ) -> napi::Result<PromiseRaw<'env, Either<JobInfo, WaitResult>>> {
         let o = options.unwrap_or_default();
         let parsed = (|| -> Result<_> {
-            let id = parse_id(&job_id)?;
+            let id = parse_id(&self.jobs, &job_id)?;
             self.jobs.status(id).map_err(from_engine)?;
             let timeout = o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?;
             Ok((id, timeout, o.spec(timeout)?))
@@ -637,7 +703,7 @@ impl JobManager {
     ) -> napi::Result<PromiseRaw<'env, KillReport>> {
         let o = options.unwrap_or_default();
         let parsed = (|| -> Result<(JobId, Signal, Option<std::time::Duration>)> {
-            let id = parse_id(job_id)?;
+            let id = parse_id(&self.jobs, job_id)?;
             let signal = match o.signal {
                 Some(s) => s.parse::<Signal>().map_err(from_engine)?,
                 None => Signal::TERM,
@@ -666,7 +732,7 @@ impl JobManager {
         job_id: &str,
         callback: Function<'_, T, UnknownReturnValue>,
     ) -> Result<(JobId, Callback<T>)> {
-        let id = parse_id(job_id)?;
+        let id = parse_id(&self.jobs, job_id)?;
         let info = self.jobs.status(id).map_err(from_engine)?;
         if !info.status.is_final() {
             // A running job of another process sharing the state directory has no events
@@ -685,8 +751,12 @@ impl JobManager {
 /// The arguments of `output` and `outputAsync`: the job, `offset`, `limit`, `maxBytes`.
 type OutputArgs = (JobId, Option<u64>, Option<usize>, Option<usize>);
 
-fn output_args(job_id: &str, options: Option<OutputOptions>) -> Result<OutputArgs> {
-    let id = parse_id(job_id)?;
+fn output_args(
+    jobs: &engine::JobManager,
+    job_id: &str,
+    options: Option<OutputOptions>,
+) -> Result<OutputArgs> {
+    let id = parse_id(jobs, job_id)?;
     let o = options.unwrap_or_default();
     let offset = o
         .offset
@@ -699,11 +769,12 @@ fn output_args(job_id: &str, options: Option<OutputOptions>) -> Result<OutputArg
 
 /// The arguments of `tail` and `tailAsync`: the job, the lines, `maxBytes`.
 fn tail_args(
+    jobs: &engine::JobManager,
     job_id: &str,
     lines: Option<f64>,
     options: Option<TailOptions>,
 ) -> Result<(JobId, usize, Option<usize>)> {
-    let id = parse_id(job_id)?;
+    let id = parse_id(jobs, job_id)?;
     let n = lines
         .map(|v| count("lines", v))
         .transpose()?
@@ -718,11 +789,12 @@ fn tail_args(
 /// The arguments of `search` and `searchAsync`: the job, the compiled pattern, `context`,
 /// `maxMatches`.
 fn search_args(
+    jobs: &engine::JobManager,
     job_id: &str,
     pattern: &str,
     options: Option<SearchOptions>,
 ) -> Result<(JobId, engine::Regex, usize, usize)> {
-    let id = parse_id(job_id)?;
+    let id = parse_id(jobs, job_id)?;
     let re = engine::compile_pattern(pattern).map_err(from_engine)?;
     let o = options.unwrap_or_default();
     let context = o.context.map(|v| count("context", v)).transpose()?;

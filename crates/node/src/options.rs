@@ -134,8 +134,25 @@ pub struct ExecuteOptions {
     /// Kill the job (SIGTERM, grace, SIGKILL) when it runs longer than this many milliseconds;
     /// its status becomes `killed` with reason `timeout`.
     pub timeout_ms: Option<f64>,
-    /// A short human name shown in listings.
+    /// A name for the job: unique among the live jobs of one working directory (across every
+    /// process sharing the state directory); every method taking a job id takes it too.
     pub name: Option<String>,
+    /// With `name`: when a live job holds that name in that directory and runs the same
+    /// command, return it (`reused: true`) instead of starting another; a different command
+    /// is refused (`NAME_TAKEN`: restart it to change it).
+    pub ensure: Option<bool>,
+}
+
+/// Options of `restart(jobIdOrName, options?)`.
+#[napi(object)]
+#[derive(Default)]
+pub struct RestartOptions {
+    /// A new command line. Default: the job's.
+    pub command: Option<String>,
+    /// New extra environment variables. Default: the job's.
+    pub env: Option<HashMap<String, String>>,
+    /// For a name live in several directories: which one.
+    pub cwd: Option<String>,
 }
 
 /// Options of `output(jobId, options?)`.

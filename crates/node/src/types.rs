@@ -156,6 +156,10 @@ pub struct JobInfo {
     pub echo: Option<bool>,
     /// While `waitingForInput`: the text of the line the cursor is on (the prompt).
     pub prompt: Option<String>,
+    /// The job this one replaced, when `restart` started it.
+    pub replaces: Option<String>,
+    /// Set (true) by `execute` with `ensure` when it returned the job already running.
+    pub reused: Option<bool>,
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -189,6 +193,8 @@ impl From<engine::JobInfo> for JobInfo {
             waiting_for_input: i.input.is_some(),
             echo: i.input.as_ref().map(|w| w.echo),
             prompt: i.input.map(|w| w.prompt),
+            replaces: i.replaces.map(|r| r.to_string()),
+            reused: None,
         }
     }
 }

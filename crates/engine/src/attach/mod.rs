@@ -7,6 +7,7 @@
 //! I/O error. This module is the same on every platform: the socket itself is `sys::attach`.
 
 mod frames;
+mod restart;
 mod session;
 mod size;
 mod socket;
@@ -18,6 +19,10 @@ use tokio::sync::watch;
 
 /// The newest protocol version this engine speaks (it also serves version 1 clients).
 pub const ATTACH_VERSION: u32 = 2;
+
+/// The protocol version of a restart request ([`AttachHello::restart`]): servers that predate
+/// it refuse it as an unknown version instead of taking it for an attach.
+pub const ATTACH_RESTART_VERSION: u32 = 3;
 
 pub use frames::{attach_keys_frame, attach_resize_frame};
 
@@ -33,10 +38,26 @@ pub struct AttachHello {
     pub cols: u16,
     /// The person's terminal height (as `cols`).
     pub rows: u16,
+    /// Instead of attaching, restart the job (version [`ATTACH_RESTART_VERSION`] only): the
+    /// server answers one [`AttachReply`] with the new job and closes. How `ptyjobs restart`
+    /// has the job's live server (which outlives the CLI) start the new job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<AttachRestart>,
+}
+
+/// What a restart request changes ([`crate::JobManager::restart`]'s `command` and `env`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachRestart {
+    /// A new command line, else the job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// New extra environment variables, else the job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The server's answer to the hello.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttachReply {
     /// Whether the raw byte streams follow.
     pub ok: bool,
@@ -46,6 +67,9 @@ pub struct AttachReply {
     /// The job's terminal size `(cols, rows)`, when `ok`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<(u16, u16)>,
+    /// For a restart request: the new job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<Box<crate::job::JobInfo>>,
 }
 
 /// The socket of the server `instance` in the state directory `state_dir`:
@@ -79,6 +103,10 @@ pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
 /// # Protocol (version 2; version 1 is still served)
 /// 1. The client sends one line of JSON: [`AttachHello`], e.g.
 ///    `{"version":2,"job_id":"…","cols":120,"rows":40}\n`.
+///
+///    A hello of version [`ATTACH_RESTART_VERSION`] with `restart` asks the server to restart
+///    the job (any job of the state directory; the new job is the server's) instead: it
+///    answers one [`AttachReply`] carrying the new job (`job`) or the error, and closes.
 /// 2. The server answers one line of JSON: [`AttachReply`]. With `ok: false` (unknown job, a
 ///    job that is not running or not this server's, another uid, a bad hello) it closes.
 /// 3. Then raw bytes both ways, until either side closes:

@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, watch};
 use super::frames::{Decoder, Frame};
 use super::size::Viewer;
 use super::socket::peer_allowed;
-use super::{ATTACH_VERSION, AttachHello, AttachReply};
+use super::{ATTACH_RESTART_VERSION, ATTACH_VERSION, AttachHello, AttachReply};
 use crate::error::Error;
 use crate::job::JobId;
 use crate::manager::{Inner, Job, JobManager};
@@ -71,6 +71,7 @@ async fn refuse(
         ok: false,
         error: Some(why.into()),
         size: None,
+        job: None,
     };
     reply(wr, &answer).await?;
     wr.shutdown().await?;
@@ -102,10 +103,16 @@ async fn read_hello(
     }
     let hello: AttachHello =
         serde_json::from_slice(&line).map_err(|e| format!("bad hello: {e}"))?;
-    if !(1..=ATTACH_VERSION).contains(&hello.version) {
+    if !(1..=ATTACH_RESTART_VERSION).contains(&hello.version) {
         return Err(format!(
-            "protocol version {} is not supported (this server speaks {ATTACH_VERSION})",
+            "protocol version {} is not supported (this server speaks {ATTACH_VERSION}, and \
+             {ATTACH_RESTART_VERSION} for restarts)",
             hello.version
+        ));
+    }
+    if (hello.version == ATTACH_RESTART_VERSION) != hello.restart.is_some() {
+        return Err(format!(
+            "a restart request is a hello of version {ATTACH_RESTART_VERSION} with `restart`"
         ));
     }
     Ok(hello)
@@ -191,10 +198,20 @@ async fn serve(jobs: JobManager, (uid, rd, mut wr): Peer) -> io::Result<()> {
         return refuse(rd, &mut wr, why).await;
     }
     let mut rd = BufReader::new(rd);
-    let (hello, job) = match read_hello(&mut rd)
-        .await
-        .and_then(|h| find(&jobs, &h).map(|job| (h, job)))
-    {
+    let hello = match read_hello(&mut rd).await {
+        Ok(hello) => hello,
+        Err(why) => return refuse(rd, &mut wr, why).await,
+    };
+    if let Some(change) = hello.restart.clone() {
+        return match super::restart::restart(&jobs, &hello.job_id, change).await {
+            Ok(answer) => {
+                reply(&mut wr, &answer).await?;
+                wr.shutdown().await
+            }
+            Err(why) => refuse(rd, &mut wr, why).await,
+        };
+    }
+    let (hello, job) = match find(&jobs, &hello).map(|job| (hello, job)) {
         Ok(found) => found,
         Err(why) => return refuse(rd, &mut wr, why).await,
     };
@@ -211,6 +228,7 @@ async fn serve(jobs: JobManager, (uid, rd, mut wr): Peer) -> io::Result<()> {
         ok: true,
         error: None,
         size: Some(size),
+        job: None,
     };
     reply(&mut wr, &ok).await?;
     wr.write_all(&screen).await?;

@@ -40,6 +40,7 @@ fn hello_for(id: &str) -> String {
         job_id: id.to_owned(),
         cols: 80,
         rows: 24,
+        restart: None,
     };
     format!("{}\n", serde_json::to_string(&h).expect("json"))
 }
@@ -165,6 +166,7 @@ fn hello_v2(id: &str, cols: u16, rows: u16) -> String {
         job_id: id.to_owned(),
         cols,
         rows,
+        restart: None,
     };
     format!("{}\n", serde_json::to_string(&h).expect("json"))
 }

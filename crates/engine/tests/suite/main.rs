@@ -16,6 +16,7 @@ mod differential;
 mod input;
 mod io;
 mod kill;
+mod names;
 mod planted;
 mod processes;
 mod services;

@@ -194,7 +194,6 @@ async fn unknown_services_and_malformed_files_are_clear_errors() {
 /// Starting a running service again answers with its job. Needs `ensure` to reuse (the names
 /// change); until it is merged `ensure` always starts.
 #[tokio::test]
-#[ignore = "needs JobManager::ensure to reuse a live job (branch names): remove after the merge"]
 async fn starting_a_running_service_again_reuses_its_job() {
     let m = manager();
     let api_port = free_port();

@@ -140,7 +140,7 @@ enum End {
 
 /// Attaches to the job `prefix` names; returns when the person detaches or the job ends.
 pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
-    let id = store.resolve(prefix)?;
+    let id = store.resolve_job(prefix, None)?;
     let job = store.load(id)?;
     let record = &job.record;
     if record.status.is_final() {
@@ -171,6 +171,7 @@ pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
         job_id: id.to_string(),
         cols,
         rows,
+        restart: None,
     };
     let mut line = serde_json::to_vec(&hello).map_err(|e| Failure::msg(e.to_string()))?;
     line.push(b'\n');

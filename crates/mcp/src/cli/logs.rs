@@ -22,7 +22,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// job: prints lines as they become final, and when the job ends (or its server dies) the rest,
 /// so every line is printed exactly once; then returns.
 pub(crate) fn run(store: &Store, id: &str, tail: Option<usize>, follow: bool) -> CmdResult {
-    let id = store.resolve(id)?;
+    let id = store.resolve_job(id, None)?;
     let job = store.load(id)?;
     let mut out = Out::new();
     if follow && !job.record.status.is_final() {

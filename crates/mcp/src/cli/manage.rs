@@ -23,7 +23,7 @@ fn named(job: &StoredJob) -> String {
 /// job's, KILL after `grace_ms`; its server records it `killed`), then prints how it ended.
 /// A job that is not running is an error, and nothing is signalled.
 pub(crate) fn kill(store: &Store, id: &str, grace_ms: u64) -> CmdResult {
-    let id = store.resolve(id)?;
+    let id = store.resolve_job(id, None)?;
     let report = store.kill(id, Duration::from_millis(grace_ms))?;
     let deadline = Instant::now() + RECORD_WAIT;
     let job = loop {
@@ -62,7 +62,7 @@ pub(crate) fn rm(store: &Store, ids: &[String]) -> CmdResult {
     let mut failed = false;
     for prefix in ids {
         match store
-            .resolve(prefix)
+            .resolve_job(prefix, None)
             .and_then(|id| store.remove(id).map(|()| id))
         {
             Ok(id) => {

@@ -14,16 +14,18 @@ mod list;
 mod logs;
 mod manage;
 mod out;
+#[cfg(unix)]
+mod restart;
 mod services;
 mod status;
 mod wait;
-mod wait_key;
 
 use std::process::ExitCode;
 
 use ptyjobs_engine::{Error, Store, StoreConfig};
 
-/// The subcommands. Job ids may be given as any unique prefix, like git's.
+/// The subcommands. A job may be given by its id, any unique prefix of it (like git's), or
+/// its name (the live job with it, else the newest ended one).
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// List the jobs of every server on the state directory, newest first.
@@ -94,6 +96,24 @@ pub enum Command {
     /// 2 an error, 124 the timeout passed.
     #[command(after_long_help = wait::AFTER_HELP)]
     Wait(wait::WaitArgs),
+    /// Restart a job: a live server on the state directory ends its whole tree, waits until
+    /// its ports are free and starts it again (same command, directory, environment, name).
+    Restart {
+        /// The job's id, a unique prefix of it, or its name.
+        id: String,
+        /// Which directory, for a name live in several.
+        #[arg(long)]
+        cwd: Option<std::path::PathBuf>,
+        /// A new command line.
+        #[arg(long)]
+        command: Option<String>,
+        /// A new environment variable (KEY=VALUE; repeat; replaces the job's extra ones).
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Print the new job's record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Why a subcommand stopped early.
@@ -195,6 +215,19 @@ fn dispatch(command: Command, store: &Store) -> CmdResult {
         Command::Attach { .. } => Err(Failure::msg(
             "ptyjobs attach is not offered on this platform (it needs a Unix socket); \
              use `ptyjobs logs --follow` to watch a job",
+        )),
+        #[cfg(unix)]
+        Command::Restart {
+            id,
+            cwd,
+            command,
+            env,
+            json,
+        } => restart::run(store, &id, cwd.as_deref(), command, &env, json),
+        #[cfg(not(unix))]
+        Command::Restart { .. } => Err(Failure::msg(
+            "ptyjobs restart is not offered on this platform (it needs a server's Unix \
+             socket); restart the job from your MCP client (restart_job)",
         )),
     }
 }

@@ -22,7 +22,7 @@ struct StatusJson {
 /// Prints the job's record. Text lines name only what the job has (no `exit code` while it
 /// runs); JSON always has every field.
 pub(crate) fn run(store: &Store, id: &str, json: bool) -> CmdResult {
-    let id = store.resolve(id)?;
+    let id = store.resolve_job(id, None)?;
     let job = store.load(id)?;
     let lines = total_lines(store, &job)?;
     let mut out = Out::new();

@@ -19,9 +19,9 @@ use ptyjobs_engine::{
 };
 use serde::Serialize;
 
+use super::Failure;
 use super::format::{json_safe, one_line};
 use super::out::Out;
-use super::{Failure, wait_key};
 
 /// How often the state directory is looked at: the rhythm of `logs --follow`.
 const POLL: Duration = Duration::from_millis(100);
@@ -229,7 +229,7 @@ fn wait(store: &Store, args: &WaitArgs) -> Result<Answer, Failure> {
         .map(compile_pattern)
         .transpose()
         .map_err(Failure::from)?;
-    let id = wait_key::resolve(store, &args.key)?;
+    let id = store.resolve_job(&args.key, None)?;
     let pattern = match re {
         Some(re) => Some((
             re,

@@ -37,9 +37,12 @@ pub struct ExecuteParams {
     /// seconds. Default: no limit.
     #[serde(default)]
     pub timeout_secs: Option<f64>,
-    /// A short label for the job, e.g. `"dev-server"`, shown in list_jobs.
+    /// A label, e.g. `"dev"`: unique among live jobs of one cwd; other tools take it as job_id.
     #[serde(default)]
     pub name: Option<String>,
+    /// With name: if a live job has this name and command, answer it (`reused`); start none.
+    #[serde(default)]
+    pub ensure: Option<bool>,
     /// Answer only when the job has ended, with its exit status and last lines (`outcome`):
     /// for builds and tests, not for servers. A client with MCP tasks runs the whole job as
     /// one cancellable task; others wait at most the server's cap (50 s) and get
@@ -64,6 +67,15 @@ pub struct ExecuteResult {
     /// With `service`: the service started or reused; `outcome` is then the wait for its port.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service: Option<super::ServiceStarted>,
+    /// True when `ensure` found this job already running: nothing was started.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reused: bool,
+    /// When reused: the job's last lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail: Option<String>,
+    /// From restart_job: the job this one replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
 }
 
 impl From<JobInfo> for ExecuteResult {
@@ -74,6 +86,9 @@ impl From<JobInfo> for ExecuteResult {
             status: j.status.into(),
             outcome: None,
             service: None,
+            reused: false,
+            tail: None,
+            replaces: j.replaces.map(|r| r.to_string()),
         }
     }
 }
@@ -274,7 +289,7 @@ pub enum SignalArg {
 /// Input of kill_job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct KillParams {
-    /// The job's UUID.
+    /// The job's UUID or name.
     pub job_id: String,
     /// Signal sent first to every process of the job: TERM (default), INT, HUP, KILL, ...
     #[serde(default)]

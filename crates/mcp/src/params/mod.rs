@@ -6,12 +6,14 @@
 
 mod jobs;
 mod output;
+mod restart;
 mod services;
 mod terminal;
 mod wait;
 
 pub use jobs::*;
 pub use output::*;
+pub use restart::*;
 pub use services::*;
 pub use terminal::*;
 pub use wait::*;
@@ -54,6 +56,6 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 /// Input of a tool that names one job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct JobIdParams {
-    /// The job's UUID, as returned by execute_command (see list_jobs for all known jobs).
+    /// The job's UUID (from execute_command; see list_jobs) or name.
     pub job_id: String,
 }

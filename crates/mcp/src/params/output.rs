@@ -66,7 +66,7 @@ impl Accounting {
 /// Input of get_job_output.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct OutputParams {
-    /// The job's UUID.
+    /// The job's UUID or name.
     pub job_id: String,
     /// Absolute line number to start from (0 = the job's first line). Pass the previous
     /// call's `next_offset` to read only new lines. Default: the oldest line still held.
@@ -123,7 +123,7 @@ impl OutputResult {
 /// Input of tail_job_output.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TailParams {
-    /// The job's UUID.
+    /// The job's UUID or name.
     pub job_id: String,
     /// How many of the last lines to return, 1-1000. Default 50.
     #[serde(default)]
@@ -169,7 +169,7 @@ impl TailResult {
 /// Input of search_job_output.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchParams {
-    /// The job's UUID.
+    /// The job's UUID or name.
     pub job_id: String,
     /// Regular expression (Rust regex syntax) matched against each line of clean output,
     /// e.g. `"(?i)error|panic"`.

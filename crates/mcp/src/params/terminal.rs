@@ -15,7 +15,7 @@ pub const MAX_WAIT_MS: u64 = 60_000;
 /// Input of interact_with_job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct InteractParams {
-    /// The job's UUID.
+    /// The job's UUID or name.
     pub job_id: String,
     /// Text to type into the job's terminal. A newline (Enter) is appended unless the text
     /// already ends with one or `raw` is true. Multi-line or long text is sent as a bracketed
@@ -58,7 +58,7 @@ pub struct InteractResult {
 /// Input of get_job_screen.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ScreenParams {
-    /// The job's UUID.
+    /// The job's UUID or name.
     pub job_id: String,
     /// Most bytes of screen text to return, 256-65536 (default and maximum 65536). A larger
     /// screen has its long rows cut and its bottom rows left out, and says so.
@@ -182,7 +182,7 @@ pub fn fit_rows(rows: Vec<String>, max_bytes: usize) -> FittedRows {
 /// Input of resize_job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ResizeParams {
-    /// The job's UUID.
+    /// The job's UUID or name.
     pub job_id: String,
     /// New width in columns, 1-1000.
     #[schemars(range(min = 1, max = 1000))]

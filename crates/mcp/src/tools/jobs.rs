@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ptyjobs_engine::{JobId, JobSpec, KillOutcome, Signal, WaitSpec};
+use ptyjobs_engine::{JobId, JobSpec, KillOutcome, Signal, Started, WaitSpec};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::service::RequestContext;
 use rmcp::{Json, Peer, RoleServer, tool, tool_router};
 
-use super::{job_id, seconds};
+use super::seconds;
 use crate::budget;
 use crate::error::ToolError;
 use crate::params::*;
@@ -18,12 +18,13 @@ use crate::server::Server;
 impl Server {
     /// Start a shell command as a background job under its own terminal and return its job_id
     /// at once. Use for builds, tests, servers, watchers: anything long-running or interactive.
-    /// Then wait_for_job, e.g. `{"command": "npm run dev", "name": "dev"}` followed by
-    /// wait_for_job `{"job_id": ..., "port": 3000}`. For a build or a test run, `"wait": true`
-    /// answers once the job has ended, with its exit code and last lines. `{"service": "web"}`
-    /// starts or reuses a service the project defines (list_jobs `{"services": true}`).
-    /// To be woken instead of polling, run `npx -y ptyjobs wait <id>` in the background.
-    /// Environment: the server's, plus
+    /// For servers and watchers pass `name` and `"ensure": true`: a running copy is reused, not
+    /// duplicated. E.g. `{"command": "npm run dev", "name": "dev", "ensure": true}`, then
+    /// wait_for_job `{"job_id": "dev", "port": 3000}`; restart_job restarts it. For a build or
+    /// a test run, `"wait": true` answers once the job has ended, with its exit code and last
+    /// lines. `{"service": "web"}` starts or reuses a service the project defines (list_jobs
+    /// `{"services": true}`). To be woken instead of polling, run `npx -y ptyjobs wait <id>`
+    /// in the background. Environment: the server's, plus
     /// TERM=xterm-256color, COLORTERM=truecolor, PAGER=cat, GIT_PAGER=cat, and GIT_EDITOR,
     /// EDITOR, VISUAL set to a command that fails at once (no editor can be used in a
     /// background job: pass messages on the command line, e.g. `git commit -m "..."`); `env`
@@ -38,25 +39,19 @@ impl Server {
             return Ok(Json(self.start_service(p, &context).await?));
         }
         let wait = p.wait == Some(true);
-        let job = self.start_job(p, &context.peer)?;
-        let id = job.id;
-        let started = ExecuteResult::from(job);
-        if !wait {
-            return Ok(Json(started));
+        let started = self.start_job(p, &context.peer)?;
+        let id = started.info.id;
+        let mut result = ExecuteResult::from(started.info);
+        if started.reused {
+            result.reused = true;
+            result.tail = Some(
+                self.jobs()
+                    .tail_async(id, REUSED_TAIL_LINES, budget::REUSED_TAIL_BYTES)
+                    .await?
+                    .output,
+            );
         }
-        // A client without tasks (those with tasks never get here, see server.rs): wait in
-        // the call, capped like wait_for_job.
-        // "Until it exits": longer than any cap, so a capped wait says so (call wait_for_job).
-        let until_exit = WaitSpec {
-            timeout: Some(Duration::from_secs(365 * 86_400)),
-            ..WaitSpec::default()
-        };
-        let progress = super::progress(&context);
-        let wait = self.jobs().wait_for(id, &until_exit, progress);
-        tokio::select! {
-            outcome = wait => Ok(Json(started.with_outcome(outcome?.into()))),
-            () = context.ct.cancelled() => Err(ToolError::invalid("the wait was cancelled; the job runs on")),
-        }
+        self.answer_start(id, result, wait, &context).await
     }
 
     /// Get a job's status (running, completed, failed or killed), exit code, signal and timing.
@@ -65,7 +60,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<JobIdParams>,
     ) -> Result<Json<StatusResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         Ok(Json(self.jobs().status_async(id).await?.into()))
     }
 
@@ -123,9 +118,14 @@ impl Server {
         &self,
         Parameters(p): Parameters<KillParams>,
     ) -> Result<Json<KillResult>, ToolError> {
-        // Like the Python server: an id that names no job, malformed or not, is `not_found`.
-        let Ok(id) = p.job_id.parse::<JobId>() else {
-            return Ok(Json(KillOutcome::NotFound.into()));
+        // Like the Python server: an id that names no job, malformed or not, is `not_found`
+        // (a name live in several directories is an error that lists them).
+        let id = match self.jobs().resolve_job_async(&p.job_id, None).await {
+            Ok(id) => id,
+            Err(ptyjobs_engine::Error::UnknownName { .. }) => {
+                return Ok(Json(KillOutcome::NotFound.into()));
+            }
+            Err(e) => return Err(e.into()),
         };
         let signal = match p.signal {
             None => Signal::TERM,
@@ -149,7 +149,7 @@ impl Server {
         Parameters(p): Parameters<JobIdParams>,
         peer: Peer<RoleServer>,
     ) -> Result<Json<RemoveResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         self.jobs().remove_async(id).await?;
         self.resource_list_changed(&peer);
         Ok(Json(RemoveResult {
@@ -159,14 +159,44 @@ impl Server {
     }
 }
 
+/// Lines of a reused job's output an ensure answers with.
+const REUSED_TAIL_LINES: usize = 10;
+
 impl Server {
+    /// The answer of a start (execute_command, restart_job): at once, or with `wait` once the
+    /// job has ended (capped like wait_for_job for a client without tasks).
+    pub(crate) async fn answer_start(
+        &self,
+        id: JobId,
+        started: ExecuteResult,
+        wait: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Json<ExecuteResult>, ToolError> {
+        if !wait {
+            return Ok(Json(started));
+        }
+        // A client without tasks (those with tasks never get here, see server.rs): wait in
+        // the call, capped like wait_for_job.
+        // "Until it exits": longer than any cap, so a capped wait says so (call wait_for_job).
+        let until_exit = WaitSpec {
+            timeout: Some(Duration::from_secs(365 * 86_400)),
+            ..WaitSpec::default()
+        };
+        let progress = super::progress(context);
+        let wait = self.jobs().wait_for(id, &until_exit, progress);
+        tokio::select! {
+            outcome = wait => Ok(Json(started.with_outcome(outcome?.into()))),
+            () = context.ct.cancelled() => Err(ToolError::invalid("the wait was cancelled; the job runs on")),
+        }
+    }
+
     /// Starts the job execute_command describes (its `wait` aside) and tells the client the
     /// resource list changed: the one start path of the tool and of its task form.
     pub(crate) fn start_job(
         &self,
         p: ExecuteParams,
         peer: &Peer<RoleServer>,
-    ) -> Result<ptyjobs_engine::JobInfo, ToolError> {
+    ) -> Result<Started, ToolError> {
         let command = match (p.command, &p.service) {
             (Some(c), None) => c,
             (Some(_), Some(_)) => {
@@ -194,11 +224,14 @@ impl Server {
             rows: p.rows,
             name: p.name,
             timeout: seconds(p.timeout_secs)?,
+            ensure: p.ensure == Some(true),
             ..JobSpec::default()
         };
-        let job = self.jobs().execute(spec)?;
+        let job = self.jobs().ensure(spec)?;
         // The resource list changed (this job appeared, maybe an old one was forgotten).
-        self.resource_list_changed(peer);
+        if !job.reused {
+            self.resource_list_changed(peer);
+        }
         Ok(job)
     }
 }

@@ -5,6 +5,7 @@
 
 mod jobs;
 mod output;
+mod restart;
 mod services;
 mod terminal;
 mod wait;
@@ -19,9 +20,13 @@ use tokio::sync::mpsc;
 
 use crate::error::ToolError;
 
-/// Parses a model-supplied job id: a malformed one is a fixable error naming list_jobs.
-fn job_id(s: &str) -> Result<JobId, ToolError> {
-    Ok(s.parse::<JobId>()?)
+impl crate::server::Server {
+    /// The job a model-supplied `job_id` stands for: a job id, or a job's name (the live job
+    /// with it, else the newest ended one). An unknown one is a fixable error naming
+    /// list_jobs; a name live in several directories lists them.
+    async fn job_id(&self, s: &str) -> Result<JobId, ToolError> {
+        Ok(self.jobs().resolve_job_async(s, None).await?)
+    }
 }
 
 /// A model-supplied number of seconds.

@@ -4,7 +4,7 @@ use ptyjobs_engine::compile_pattern;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{Json, tool, tool_router};
 
-use super::{count, job_id};
+use super::count;
 use crate::budget;
 use crate::error::ToolError;
 use crate::params::*;
@@ -21,7 +21,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<OutputParams>,
     ) -> Result<Json<OutputResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         let limit = count("limit", p.limit, DEFAULT_OUTPUT_LIMIT, 1, usize::MAX)?;
         let max_bytes = budget::requested(p.max_bytes);
         let slice = self
@@ -39,7 +39,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<TailParams>,
     ) -> Result<Json<TailResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         let lines = count("lines", p.lines, DEFAULT_TAIL_LINES, 1, MAX_TAIL_LINES)?;
         let max_bytes = budget::requested(p.max_bytes);
         let slice = self.jobs().tail_async(id, lines, max_bytes).await?;
@@ -54,7 +54,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<SearchParams>,
     ) -> Result<Json<SearchResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         let context = count("context", p.context, DEFAULT_CONTEXT, 0, MAX_CONTEXT)?;
         let max = count(
             "max_matches",

@@ -5,7 +5,6 @@ use std::time::Duration;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{Json, tool, tool_router};
 
-use super::job_id;
 use crate::budget::OUTPUT_BUDGET;
 use crate::error::ToolError;
 use crate::params::*;
@@ -24,7 +23,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<InteractParams>,
     ) -> Result<Json<InteractResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         let keys = p.keys.unwrap_or_default();
         let wait = Duration::from_millis(p.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
         let input = match p.input {
@@ -67,7 +66,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<ScreenParams>,
     ) -> Result<Json<ScreenResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         // Screen and status of one moment: a job ending in between cannot pair its last
         // screen with a running status.
         let (screen, status) = self.jobs().screen_status_async(id).await?;
@@ -90,7 +89,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<ResizeParams>,
     ) -> Result<Json<ResizeResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         let resized = self.jobs().resize(id, p.cols, p.rows)?;
         let info = self.jobs().status_async(id).await?;
         let (cols, rows) = info.size;

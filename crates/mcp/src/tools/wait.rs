@@ -7,7 +7,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, tool, tool_router};
 
-use super::{job_id, seconds};
+use super::seconds;
 use crate::error::ToolError;
 use crate::params::*;
 use crate::server::Server;
@@ -28,7 +28,7 @@ impl Server {
         Parameters(p): Parameters<WaitParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<WaitResult>, ToolError> {
-        let id = job_id(&p.job_id)?;
+        let id = self.job_id(&p.job_id).await?;
         if p.port == Some(0) {
             return Err(ToolError::invalid("port must be between 1 and 65535"));
         }

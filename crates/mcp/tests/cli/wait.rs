@@ -120,10 +120,7 @@ fn a_finished_job_answers_at_once() {
 fn unknown_jobs_and_bad_patterns_are_exit_code_2() {
     let mut f = Fixture::new();
     let (id, _) = f.exec_with(json!({ "command": "sleep 300", "name": "sleeper" }));
-    assert_wait_error(
-        &f.cli(&["wait", "0123abcd"]),
-        "no job has the id or name \"0123abcd\"",
-    );
+    assert_wait_error(&f.cli(&["wait", "0123abcd"]), "no job id starts with");
     assert_wait_error(&f.cli(&["wait", "no-such-name", "--exit"]), "no-such-name");
     assert_wait_error(
         &f.cli(&["wait", &id, "--pattern", "ready ("]),
@@ -258,9 +255,12 @@ fn a_name_means_its_running_job_then_the_one_started_here() {
     let a = wait(&f, &["svc", "--timeout", "0.3"], 124);
     assert_eq!(a["job_id"], here.as_str(), "{a}");
     // Two running elsewhere: ambiguous, say which.
+    let third = tempfile::tempdir().expect("temp dir");
     let (one, _) = f.exec_with(json!({ "command": "sleep 300", "name": "api", "cwd": away }));
-    let (two, _) = f.exec_with(json!({ "command": "sleep 300", "name": "api", "cwd": away }));
+    let (two, _) = f.exec_with(
+        json!({ "command": "sleep 300", "name": "api", "cwd": third.path().to_str().unwrap() }),
+    );
     let r = f.cli(&["wait", "api"]);
-    assert_wait_error(&r, "several running jobs are named \"api\"");
+    assert_wait_error(&r, "name \"api\" is live in 2 directories");
     assert!(r.stderr.contains(&one) && r.stderr.contains(&two), "{r:?}");
 }

@@ -13,6 +13,7 @@ mod input;
 mod keys;
 mod lifecycle;
 mod limits;
+mod names;
 mod persist;
 mod processes;
 #[path = "../common/procs.rs"]

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::util::{DEADLINE, Server, wait_until};
 
-const TOOLS: [&str; 12] = [
+const TOOLS: [&str; 13] = [
     "execute_command",
     "get_job_status",
     "get_job_output",
@@ -17,6 +17,7 @@ const TOOLS: [&str; 12] = [
     "resize_job",
     "search_job_output",
     "remove_job",
+    "restart_job",
 ];
 
 #[tokio::test]

@@ -247,6 +247,12 @@ pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
+/// Waits for an exclusive lock on `file` (`flock`: held by its open file description, so two
+/// opens in one process exclude each other too), released when the file is closed.
+pub(crate) fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    rustix::fs::flock(file, rustix::fs::FlockOperation::LockExclusive).map_err(Into::into)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

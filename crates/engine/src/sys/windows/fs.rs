@@ -271,6 +271,32 @@ pub(crate) fn read_exact_at(
     Ok(())
 }
 
+/// Waits for an exclusive lock on the first byte of `file` (`LockFileEx`: held by the
+/// handle), released when the file is closed.
+pub(crate) fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    use windows_sys::Win32::Storage::FileSystem::{LOCKFILE_EXCLUSIVE_LOCK, LockFileEx};
+    use windows_sys::Win32::System::IO::OVERLAPPED;
+    // SAFETY: all-zero is a valid OVERLAPPED (offset 0, no event).
+    let mut overlapped: OVERLAPPED = unsafe { std::mem::zeroed() };
+    // SAFETY: the handle is open for the call; `overlapped` outlives it (a synchronous
+    // handle: the call returns once the lock is held).
+    let ok = unsafe {
+        LockFileEx(
+            file.as_raw_handle(),
+            LOCKFILE_EXCLUSIVE_LOCK,
+            0,
+            1,
+            0,
+            &mut overlapped,
+        )
+    };
+    if ok == 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,25 @@
+//! restart_job.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Input of restart_job.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RestartParams {
+    /// The job's UUID or name.
+    pub job_id: String,
+    /// For a name live in several directories: which one.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// A new command line. Default: the job's.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// New extra environment. Default: the job's.
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Answer when the new job has ended.
+    #[serde(default)]
+    pub wait: Option<bool>,
+}

@@ -1,0 +1,34 @@
+//! restart_job: end a job's whole tree and start it again, as a new job.
+
+use std::path::PathBuf;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, tool, tool_router};
+
+use crate::error::ToolError;
+use crate::params::*;
+use crate::server::Server;
+
+#[tool_router(router = restart_tools, vis = "pub(crate)")]
+impl Server {
+    /// Stop a job's whole process tree, wait until its ports are free, and start it again as
+    /// a new job: same command, cwd, env, name (or a new `command`/`env`). A finished job
+    /// starts again. Answers like execute_command, plus `replaces`.
+    #[tool(annotations(destructive_hint = true, open_world_hint = true))]
+    async fn restart_job(
+        &self,
+        Parameters(p): Parameters<RestartParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<ExecuteResult>, ToolError> {
+        let id = self
+            .jobs()
+            .resolve_job_async(&p.job_id, p.cwd.map(PathBuf::from))
+            .await?;
+        let job = self.jobs().restart(id, p.command, p.env).await?;
+        self.resource_list_changed(&context.peer);
+        let id = job.id;
+        self.answer_start(id, ExecuteResult::from(job), p.wait == Some(true), &context)
+            .await
+    }
+}
