@@ -198,6 +198,12 @@ fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
     }
 }
 
+/// The processes of `t` proven in `procs` (its session's and its escapees, see the module
+/// docs), without signalling them: what [`crate::ports`] looks for listeners in.
+pub(crate) fn members_of(t: &Target, procs: &[Proc]) -> Vec<u32> {
+    live(t, procs)
+}
+
 /// The pids of `procs`.
 fn pids(procs: Vec<&Proc>) -> Vec<u32> {
     procs.into_iter().map(|p| p.pid).collect()

@@ -108,6 +108,15 @@ impl StoredJob {
         self.record
             .info(instance == Some(self.record.server.instance.as_str()))
     }
+
+    /// The job as the kill path would prove its processes, while its record says running and
+    /// its server is alive (what its ports are looked up by); `None` otherwise.
+    pub(crate) fn target(&self) -> Option<crate::kill::Target> {
+        let r = &self.record;
+        (r.status == JobStatus::Running && self.owner_alive).then(|| {
+            crate::kill::Target::recorded(r.id, r.process.pid, r.process.start_ticks)
+        })
+    }
 }
 
 /// The lines a running job still had on its screen when it last went quiet. They follow the

@@ -1,0 +1,1 @@
+//! TCP listeners on macOS: placeholder, filled below.

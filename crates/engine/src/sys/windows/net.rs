@@ -1,0 +1,1 @@
+//! TCP listeners on Windows: placeholder, filled below.
