@@ -152,14 +152,17 @@ pub(crate) fn auto_port(env: &std::collections::BTreeMap<String, String>) -> cra
     }
     let mut last = None;
     for _ in 0..16 {
-        let v4 = std::net::TcpListener::bind(("0.0.0.0", 0))?;
-        let port = v4.local_addr()?.port();
-        // Free on IPv6 too, or a server that binds `::` would find it taken.
-        match std::net::TcpListener::bind(("::", port)) {
-            Ok(_) => return Ok(port),
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => last = Some(e),
+        // One at a time (a dual-stack `::` would conflict with a held `0.0.0.0`): free on
+        // IPv6, then on IPv4 too, or a server that binds either would find it taken.
+        let Ok(v6) = std::net::TcpListener::bind(("::", 0)) else {
             // No IPv6 on this machine: the IPv4 port is what counts.
-            Err(_) => return Ok(port),
+            return Ok(std::net::TcpListener::bind(("0.0.0.0", 0))?.local_addr()?.port());
+        };
+        let port = v6.local_addr()?.port();
+        drop(v6);
+        match std::net::TcpListener::bind(("0.0.0.0", port)) {
+            Ok(_) => return Ok(port),
+            Err(e) => last = Some(e),
         }
     }
     Err(crate::Error::Io(last.unwrap_or_else(|| {

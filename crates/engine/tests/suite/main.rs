@@ -17,6 +17,7 @@ mod input;
 mod io;
 mod kill;
 mod planted;
+mod ports;
 mod processes;
 mod store;
 mod terminal_cases;
