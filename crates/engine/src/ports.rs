@@ -53,10 +53,7 @@ pub(crate) fn of_in(look: &Listening, targets: &[Target]) -> Vec<Vec<Listener>> 
         return out;
     }
     let scan = procs::since(Instant::now());
-    let members: Vec<Vec<u32>> = targets
-        .iter()
-        .map(|t| kill::members_of(t, &scan))
-        .collect();
+    let members: Vec<Vec<u32>> = targets.iter().map(|t| kill::members_of(t, &scan)).collect();
     let mut all: Vec<u32> = members.concat();
     all.sort_unstable();
     all.dedup();
@@ -156,7 +153,9 @@ pub(crate) fn auto_port(env: &std::collections::BTreeMap<String, String>) -> cra
         // IPv6, then on IPv4 too, or a server that binds either would find it taken.
         let Ok(v6) = std::net::TcpListener::bind(("::", 0)) else {
             // No IPv6 on this machine: the IPv4 port is what counts.
-            return Ok(std::net::TcpListener::bind(("0.0.0.0", 0))?.local_addr()?.port());
+            return Ok(std::net::TcpListener::bind(("0.0.0.0", 0))?
+                .local_addr()?
+                .port());
         };
         let port = v6.local_addr()?.port();
         drop(v6);

@@ -140,11 +140,7 @@ pub(crate) fn http_status(url: &str, timeout: Duration) -> Option<u16> {
         .timeout_global(Some(timeout))
         .build()
         .into();
-    agent
-        .get(url)
-        .call()
-        .ok()
-        .map(|r| r.status().as_u16())
+    agent.get(url).call().ok().map(|r| r.status().as_u16())
 }
 
 /// Whether an HTTP status counts as ready: `expect` exactly when given, else below 500.

@@ -231,7 +231,9 @@ async fn look(
         && let Some(url) = spec.url.clone()
     {
         let left = deadline.saturating_duration_since(Instant::now());
-        let timeout = readiness::HTTP_TIMEOUT.min(left).max(Duration::from_millis(1));
+        let timeout = readiness::HTTP_TIMEOUT
+            .min(left)
+            .max(Duration::from_millis(1));
         *request = Some(tokio::task::spawn_blocking(move || {
             readiness::http_status(&url, timeout)
         }));
@@ -350,12 +352,17 @@ impl JobManager {
                     && readiness::status_ready(code, spec.expect_status)
                 {
                     let ports = self.status(id).map(|i| i.ports).unwrap_or_default();
-                    return self.readied(id, Readied {
-                        reason: WaitReason::HttpReady,
-                        ports,
-                        holder: None,
-                        http_status: Some(code),
-                    }, capped, start);
+                    return self.readied(
+                        id,
+                        Readied {
+                            reason: WaitReason::HttpReady,
+                            ports,
+                            holder: None,
+                            http_status: Some(code),
+                        },
+                        capped,
+                        start,
+                    );
                 }
                 next_request = Instant::now() + readiness::HTTP_RETRY;
             }

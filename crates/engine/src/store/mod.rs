@@ -113,9 +113,8 @@ impl StoredJob {
     /// its server is alive (what its ports are looked up by); `None` otherwise.
     pub(crate) fn target(&self) -> Option<crate::kill::Target> {
         let r = &self.record;
-        (r.status == JobStatus::Running && self.owner_alive).then(|| {
-            crate::kill::Target::recorded(r.id, r.process.pid, r.process.start_ticks)
-        })
+        (r.status == JobStatus::Running && self.owner_alive)
+            .then(|| crate::kill::Target::recorded(r.id, r.process.pid, r.process.start_ticks))
     }
 }
 

@@ -6,7 +6,7 @@ use ptyjobs_engine::{JobInfo, KillOutcome, KillReport};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, WaitResult, rfc3339};
+use super::{Port, Status, WaitResult, ports, rfc3339};
 use crate::budget;
 
 /// Input of execute_command.
@@ -43,6 +43,9 @@ pub struct ExecuteParams {
     /// false: answer at once.
     #[serde(default)]
     pub wait: Option<bool>,
+    /// Pick a free TCP port, give it as $PORT, answer it as `port`; `listening` waits for it.
+    #[serde(default)]
+    pub auto_port: bool,
 }
 
 /// Result of execute_command.
@@ -57,6 +60,9 @@ pub struct ExecuteResult {
     /// With `wait`: how the wait ended, the exit code or signal, and the last lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<WaitResult>,
+    /// With `auto_port`: the port picked for the job (its $PORT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 impl From<JobInfo> for ExecuteResult {
@@ -66,6 +72,7 @@ impl From<JobInfo> for ExecuteResult {
             pid: j.pid,
             status: j.status.into(),
             outcome: None,
+            port: j.port,
         }
     }
 }
@@ -128,6 +135,12 @@ pub struct StatusResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub prompt: Option<String>,
+    /// The TCP listeners of the job's own processes (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<Port>,
+    /// The port `auto_port` picked for the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 impl From<JobInfo> for StatusResult {
@@ -149,6 +162,8 @@ impl From<JobInfo> for StatusResult {
             waiting_for_input: j.input.is_some(),
             echo: j.input.as_ref().map(|w| w.echo),
             prompt: j.input.map(|w| w.prompt),
+            ports: ports(j.ports),
+            port: j.port,
         }
     }
 }
@@ -190,6 +205,9 @@ pub struct JobSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub prompt: Option<String>,
+    /// The TCP listeners of the job's own processes (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<Port>,
 }
 
 impl From<JobInfo> for JobSummary {
@@ -206,6 +224,7 @@ impl From<JobInfo> for JobSummary {
             waiting_for_input: j.input.is_some(),
             echo: j.input.as_ref().map(|w| w.echo),
             prompt: j.input.map(|w| w.prompt),
+            ports: ports(j.ports),
         }
     }
 }

@@ -6,11 +6,13 @@
 
 mod jobs;
 mod output;
+mod ports;
 mod terminal;
 mod wait;
 
 pub use jobs::*;
 pub use output::*;
+pub use ports::*;
 pub use terminal::*;
 pub use wait::*;
 

@@ -164,6 +164,7 @@ impl Server {
             rows: p.rows,
             name: p.name,
             timeout: seconds(p.timeout_secs)?,
+            auto_port: p.auto_port,
             ..JobSpec::default()
         };
         let job = self.jobs().execute(spec)?;

@@ -14,6 +14,7 @@ mod keys;
 mod lifecycle;
 mod limits;
 mod persist;
+mod ports;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;

@@ -176,7 +176,11 @@ pub(crate) fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
     };
     let mut held = HashSet::new();
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         held.clear();
