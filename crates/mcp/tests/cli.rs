@@ -5,6 +5,8 @@
 
 #[path = "cli/harness.rs"]
 mod harness;
+#[path = "cli/ports.rs"]
+mod ports;
 #[path = "common/procs.rs"]
 mod procs;
 #[path = "cli/trust.rs"]

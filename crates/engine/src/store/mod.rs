@@ -269,6 +269,15 @@ impl Store {
         })
     }
 
+    /// The TCP listeners of each of `jobs` (the same order) that runs and whose server is
+    /// alive, from one look at the machine's listeners and one process scan for them all (see
+    /// [`crate::JobInfo::ports`]); empty for the others. Blocking: reads the process table.
+    pub fn ports_of(jobs: &[StoredJob]) -> Vec<Vec<crate::Listener>> {
+        let mut infos: Vec<JobInfo> = jobs.iter().map(|j| j.record.info(false)).collect();
+        crate::ports::fill(&mut infos, jobs.iter().map(StoredJob::target).collect());
+        infos.into_iter().map(|i| i.ports).collect()
+    }
+
     /// The settings in force.
     pub fn config(&self) -> &StoreConfig {
         &self.cfg

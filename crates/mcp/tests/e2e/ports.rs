@@ -55,7 +55,9 @@ async fn auto_port_listening_status_and_list_show_the_jobs_own_port() {
             }),
         )
         .await;
-    let port = started["port"].as_u64().expect("auto_port answers the port");
+    let port = started["port"]
+        .as_u64()
+        .expect("auto_port answers the port");
     let id = started["job_id"].as_str().unwrap().to_owned();
     let w = s
         .ok("wait_for_job", json!({ "job_id": id, "listening": true }))
@@ -101,7 +103,10 @@ async fn a_port_someone_else_holds_is_port_taken_with_the_holder() {
     assert_eq!(w["reason"], "port_taken", "{w}");
     assert_eq!(w["holder"]["pid"], outsider.0.id(), "{w}");
     assert!(
-        w["holder"]["command"].as_str().unwrap_or("").contains("serve.py"),
+        w["holder"]["command"]
+            .as_str()
+            .unwrap_or("")
+            .contains("serve.py"),
         "{w}"
     );
     assert!(w.get("ports").is_none());
