@@ -267,6 +267,11 @@ export interface ExecuteOptions {
   timeoutMs?: number
   /** A short human name shown in listings. */
   name?: string
+  /**
+   * Pick a free TCP port, give it to the job as `PORT` and answer it as `info.port` (an
+   * explicit `env.PORT` is the port instead); a `listening` wait then counts only it.
+   */
+  autoPort?: boolean
 }
 
 /** A snapshot of one job. Fields that do not apply yet are absent (`undefined`). */
@@ -318,6 +323,13 @@ export interface JobInfo {
   echo?: boolean
   /** While `waitingForInput`: the text of the line the cursor is on (the prompt). */
   prompt?: string
+  /**
+   * While running: the TCP listeners of the job's own processes (its session's, and those
+   * that left it but carry its job marker).
+   */
+  ports: Array<Port>
+  /** The port `autoPort` picked (also the job's `PORT`). */
+  port?: number
 }
 
 /** A job's state. */
@@ -470,6 +482,30 @@ export interface OutputOptions {
   maxBytes?: number
 }
 
+/** A TCP listener of one of a job's processes. */
+export interface Port {
+  /** The port. */
+  port: number
+  /** The address bound (`0.0.0.0` or `::`: every address). */
+  address: string
+  /** The process that listens. */
+  pid: number
+}
+
+/** The process that holds a port a job was to listen on (`port_taken`). */
+export interface PortHolder {
+  /** Its process id. */
+  pid: number
+  /** Its command line, when readable. */
+  command?: string
+  /** Its working directory, when readable. */
+  cwd?: string
+  /** The ptyjobs job it belongs to, if any. */
+  jobId?: string
+  /** That job's name. */
+  jobName?: string
+}
+
 /**
  * The visible screen of a job's terminal: what a person looking at it sees now (a full-screen
  * program's view included, which never enters the transcript).
@@ -560,10 +596,24 @@ export interface WaitOptions {
    */
   idleMs?: number
   /**
-   * End when a TCP connection to this port on localhost (127.0.0.1 or ::1) succeeds
-   * (1..=65535); probed every 100 ms.
+   * End when one of the job's own processes listens on this TCP port (1..=65535), any
+   * address; when another process holds it, end at once with `port_taken` and its
+   * `holder`. Looked at every 5 ms.
    */
   port?: number
+  /**
+   * `true`: end when the job listens on any TCP port (reason `listening`, with `ports` and
+   * `urls`: where the server ended up); with `autoPort`, only on its port.
+   */
+  listening?: boolean
+  /**
+   * End when an HTTP GET of this `http://localhost:PORT/...` URL, on a port the job listens
+   * on, answers below 500 (or `expectStatus`); redirects are not followed, each request
+   * may take 2 s (reason `http_ready`, with `httpStatus`).
+   */
+  url?: string
+  /** With `url`: the exact status that counts as ready. */
+  expectStatus?: number
   /**
    * `true`: end as soon as the job waits for input (reason `input_wanted`, with `prompt`
    * and `echo`); at once if it already does. Linux only.
@@ -572,11 +622,14 @@ export interface WaitOptions {
 }
 
 /** Which condition ended a `wait` with a condition. */
-export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'input_wanted' | 'timeout'
+export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'port_taken' | 'listening' | 'http_ready' | 'input_wanted' | 'timeout'
 
 /** What ended a `wait` with a `pattern`, `idleMs` or `port` condition, and the job then. */
 export interface WaitResult {
-  /** `exited`, `matched`, `idle`, `port_open`, `input_wanted` or `timeout`. */
+  /**
+   * `exited`, `matched`, `idle`, `port_open`, `port_taken`, `listening`, `http_ready`,
+   * `input_wanted` or `timeout`.
+   */
   reason: WaitReason
   /** The line that matched, for `matched`. */
   matchedLine?: string
@@ -586,6 +639,14 @@ export interface WaitResult {
   prompt?: string
   /** Whether the terminal echoes what is typed, for `input_wanted` (false: a password). */
   echo?: boolean
+  /** For `port_open`, `listening` and `http_ready`: the job's listeners. */
+  ports: Array<Port>
+  /** A URL per port (`http://localhost:5174/`). */
+  urls: Array<string>
+  /** For `port_taken`: the process that holds the port. */
+  holder?: PortHolder
+  /** For `http_ready`: the status the URL answered. */
+  httpStatus?: number
   /**
    * True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
    * instead: call again to keep waiting.

@@ -160,6 +160,7 @@ impl JobManager {
         spec.rows = o.rows.map(|v| dimension("rows", v)).transpose()?;
         spec.timeout = o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?;
         spec.name = o.name;
+        spec.auto_port = o.auto_port == Some(true);
         self.jobs
             .execute(spec)
             .map(JobInfo::from)
