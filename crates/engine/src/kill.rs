@@ -201,7 +201,14 @@ fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
 /// The processes of `t` proven in `procs` (its session's and its escapees, see the module
 /// docs), without signalling them: what [`crate::ports`] looks for listeners in.
 pub(crate) fn members_of(t: &Target, procs: &[Proc]) -> Vec<u32> {
-    live(t, procs)
+    let mut pids = live(t, procs);
+    // Where the tree lists its processes itself (a Windows Job Object), they count too.
+    if let Some(leader) = &t.own {
+        pids.extend(leader.tree.pids());
+        pids.sort_unstable();
+        pids.dedup();
+    }
+    pids
 }
 
 /// The pids of `procs`.

@@ -130,7 +130,8 @@ struct SocketFdinfo {
 fn fds(pid: c_int) -> Vec<libc::proc_fdinfo> {
     let each = std::mem::size_of::<libc::proc_fdinfo>();
     // SAFETY: with a null buffer, proc_pidinfo only returns the size the list needs.
-    let need = unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0) };
+    let need =
+        unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0) };
     let Ok(need) = usize::try_from(need) else {
         return Vec::new();
     };
