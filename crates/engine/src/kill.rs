@@ -86,6 +86,11 @@ impl Target {
         }
     }
 
+    /// The job's id.
+    pub(crate) fn id(&self) -> JobId {
+        self.id
+    }
+
     /// Whether the recorded leader is alive in `procs` with its recorded start time.
     fn leader_alive(&self, procs: &[Proc]) -> bool {
         self.pid > 1

@@ -5,8 +5,10 @@
 //! listeners come from one look at the machine's listening sockets ([`crate::sys::net`]). Any
 //! number of jobs cost one look and one scan together ([`of`]).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -39,11 +41,71 @@ pub fn url_of(port: u16) -> String {
     format!("http://localhost:{port}/")
 }
 
+/// How long the answer for a job is reused while the machine's listening sockets have not
+/// changed. A job's ports change without a listening socket opening or closing only when a
+/// socket moves between processes (its holder exits and a child outside the job keeps it, or
+/// a new job inherits one): an answer is at most this old then.
+const REUSE: Duration = Duration::from_secs(1);
+
+/// The last answers, valid for one fingerprint of the listening sockets.
+struct Cache {
+    fingerprint: Vec<(u16, u64)>,
+    at: Instant,
+    jobs: HashMap<JobId, Vec<Listener>>,
+}
+
+static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+
 /// The listeners of each of `targets`, in the same order: one look at the machine's listening
-/// sockets and (only when one of them could be a job's) one process scan for them all.
-/// Blocking (reads the process table): call it off the async runtime.
+/// sockets and (only when one of them could be a job's, and the answer is not known for this
+/// look already, see [`REUSE`]) one process scan for them all. Blocking (reads the process
+/// table): call it off the async runtime.
 pub(crate) fn of(targets: &[Target]) -> Vec<Vec<Listener>> {
-    of_in(&net::listening(), targets)
+    let look = net::listening();
+    let Some(fingerprint) = fingerprint(&look) else {
+        return of_in(&look, targets);
+    };
+    let mut out = vec![None; targets.len()];
+    {
+        let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = cache.as_ref()
+            && c.fingerprint == fingerprint
+            && c.at.elapsed() < REUSE
+        {
+            for (t, o) in targets.iter().zip(&mut out) {
+                *o = c.jobs.get(&t.id()).cloned();
+            }
+        }
+    }
+    let missing: Vec<Target> = targets
+        .iter()
+        .zip(&out)
+        .filter(|(_, o)| o.is_none())
+        .map(|(t, _)| t.clone())
+        .collect();
+    if missing.is_empty() {
+        return out.into_iter().map(Option::unwrap_or_default).collect();
+    }
+    let found = of_in(&look, &missing);
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    let c = match cache.take() {
+        Some(c) if c.fingerprint == fingerprint && c.at.elapsed() < REUSE => cache.insert(c),
+        _ => cache.insert(Cache {
+            fingerprint,
+            at: Instant::now(),
+            jobs: HashMap::new(),
+        }),
+    };
+    let mut found = missing.iter().zip(found);
+    for o in &mut out {
+        if o.is_none()
+            && let Some((t, ports)) = found.next()
+        {
+            c.jobs.insert(t.id(), ports.clone());
+            *o = Some(ports);
+        }
+    }
+    out.into_iter().map(Option::unwrap_or_default).collect()
 }
 
 /// [`of`] within a look already taken.
@@ -80,11 +142,11 @@ pub(crate) fn in_use(look: &Listening, port: u16) -> Option<bool> {
     Listening::COMPLETE.then(|| look.sockets().iter().any(|s| s.port == port))
 }
 
-/// A summary of the machine's listening sockets that changes when one opens or closes (where
-/// the platform has a machine-wide table).
+/// A summary of the listening sockets that could be a job's (this user's, on Linux) that
+/// changes when one opens or closes (where the platform has a machine-wide table).
 pub(crate) fn fingerprint(look: &Listening) -> Option<Vec<(u16, u64)>> {
     Listening::COMPLETE.then(|| {
-        let mut f: Vec<(u16, u64)> = look.sockets().iter().map(|s| (s.port, s.inode)).collect();
+        let mut f: Vec<(u16, u64)> = look.ours().map(|s| (s.port, s.inode)).collect();
         f.sort_unstable();
         f
     })

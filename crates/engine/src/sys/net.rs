@@ -55,15 +55,17 @@ impl Listening {
     /// Whether a socket of this look could be held by a process of this user (a job's): on
     /// Linux one owned by this uid; elsewhere any.
     pub(crate) fn may_hold_ours(&self) -> bool {
+        !Self::COMPLETE || self.ours().next().is_some()
+    }
+
+    /// The sockets that could be held by a process of this user (a job's): on Linux those
+    /// owned by this uid; elsewhere all.
+    pub(crate) fn ours(&self) -> impl Iterator<Item = &Socket> {
         #[cfg(target_os = "linux")]
-        {
-            let me = rustix::process::geteuid().as_raw();
-            self.sockets.iter().any(|s| s.uid == me)
-        }
+        let me = rustix::process::geteuid().as_raw();
         #[cfg(not(target_os = "linux"))]
-        {
-            !Self::COMPLETE || !self.sockets.is_empty()
-        }
+        let me = 0;
+        self.sockets.iter().filter(move |s| s.uid == me)
     }
 
     /// The listeners held by the processes `pids`, as (address, port, pid).
