@@ -120,6 +120,63 @@ fn wakes(pj: &mut Rpc, kind: &str) -> Vec<Duration> {
     out
 }
 
+/// The engine alone (in this process; the engine is optimised in every build profile): `list()`
+/// of `LIVE_JOBS` live jobs that each listen, answers reused and not, and of as many live jobs
+/// that listen on nothing.
+fn engine_lists() -> [Stats; 3] {
+    use ptyjobs_engine::{EngineConfig, JobManager, JobSpec};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let m = JobManager::new(EngineConfig {
+            max_running: 2 * LIVE_JOBS + 8,
+            store: None,
+            ..EngineConfig::default()
+        })
+        .expect("manager");
+        let time = |m: &JobManager, change: bool| {
+            let mut v = Vec::new();
+            for _ in 0..100 {
+                let fresh = change.then(|| TcpListener::bind("127.0.0.1:0").expect("bind"));
+                let t = Instant::now();
+                let n = m.list().len();
+                v.push(t.elapsed());
+                assert!(n >= LIVE_JOBS);
+                drop(fresh);
+            }
+            Stats::of(&v)
+        };
+        let quiet: Vec<_> = (0..LIVE_JOBS)
+            .map(|_| m.execute(JobSpec::new("sleep 1000")).expect("start").id)
+            .collect();
+        let none = time(&m, true);
+        for id in quiet {
+            let _ = m.kill(id, ptyjobs_engine::Signal::KILL, None).await;
+        }
+        let m = JobManager::new(EngineConfig {
+            max_running: 2 * LIVE_JOBS + 8,
+            store: None,
+            ..EngineConfig::default()
+        })
+        .expect("manager");
+        for _ in 0..LIVE_JOBS {
+            m.execute(JobSpec::new(listener(0))).expect("start");
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while m.list().iter().filter(|j| !j.ports.is_empty()).count() < LIVE_JOBS {
+            assert!(Instant::now() < deadline, "the listeners did not all start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let reused = time(&m, false);
+        let changed = time(&m, true);
+        m.shutdown().await;
+        [reused, changed, none]
+    })
+}
+
 fn main() {
     let calls: usize = std::env::args()
         .nth(1)
@@ -255,6 +312,8 @@ fn main() {
         drop(fresh);
     }
 
+    drop(pj);
+    let [er, ec, en] = engine_lists();
     let (w, wc, wo) = (Stats::of(&with), Stats::of(&changed), Stats::of(&without));
     let (l, lc, le) = (
         Stats::of(&lists),
@@ -300,6 +359,18 @@ fn main() {
         fmt_d(lc.p99)
     );
     println!(
+        "| engine `list()`, {LIVE_JOBS} live jobs each listening | {} ({}) | {LIVE_JOBS} live jobs listening on nothing, nothing reused | {} ({}) |",
+        fmt_d(er.median),
+        fmt_d(er.p99),
+        fmt_d(en.median),
+        fmt_d(en.p99)
+    );
+    println!(
+        "| engine `list()`, the same, nothing reused | {} ({}) | | |",
+        fmt_d(ec.median),
+        fmt_d(ec.p99)
+    );
+    println!(
         "| wake: `wait_for_job(port)` after `listen()`, {WAKES} waits | {} ({}) | `pattern` after the line | {} ({}) |",
         fmt_d(pw.median),
         fmt_d(pw.p99),
@@ -328,7 +399,12 @@ fn main() {
             )
         );
     }
-    for (what, s) in [("", l), (", nothing reused", lc)] {
+    for (what, s) in [
+        ("", l),
+        (", nothing reused", lc),
+        (" (engine `list()`)", er),
+        (" (engine `list()`), nothing reused", ec),
+    ] {
         println!(
             "{}",
             target_row(
