@@ -410,6 +410,24 @@ impl JobManager {
         self.outcome(id, reason, None, capped, start)
     }
 
+    /// The processes that listen on TCP `port` now (any address), each with its command line,
+    /// working directory and, when it is a ptyjobs job, that job's id and name; empty when the
+    /// port is free. Blocking (a look at every process's descriptors on Linux): call it off the
+    /// async runtime. For a restart: the old job's ports are free once this is empty for each.
+    pub fn port_holders(&self, port: u16) -> Vec<PortHolder> {
+        let look = crate::sys::net::listening();
+        if crate::ports::in_use(&look, port) == Some(false) {
+            return Vec::new();
+        }
+        let mut holders = crate::ports::holders(&look, port);
+        for h in &mut holders {
+            if let Some(job) = h.job_id {
+                h.job_name = self.status(job).ok().and_then(|i| i.name);
+            }
+        }
+        holders
+    }
+
     /// The outcome of a wait that a readiness condition ended.
     fn readied(
         &self,

@@ -200,7 +200,10 @@ async fn a_port_held_by_a_process_that_is_not_a_job_is_port_taken_at_once() {
     );
     assert!(holder.cwd.is_some());
     assert_eq!(holder.job_id, None);
+    assert_eq!(m.port_holders(port), [holder]);
     end(&m, job.id).await;
+    drop(outsider);
+    assert!(m.port_holders(port).is_empty(), "the port is free again");
 }
 
 #[tokio::test]
@@ -234,6 +237,7 @@ async fn a_port_held_by_another_job_names_that_job() {
     let holder = out.holder.expect("the holder");
     assert_eq!(holder.job_id, Some(web.id));
     assert_eq!(holder.job_name.as_deref(), Some("web"));
+    assert_eq!(m.port_holders(port), [holder]);
     end(&m, web.id).await;
     end(&m, second.id).await;
 }
