@@ -7,7 +7,7 @@
 #
 # Builds the release `ptyjobs` binary and the bench programs into $CARGO_TARGET_DIR (default:
 # the workspace's target/), then runs, one after another: workloads, throughput, parse,
-# roundtrip, startup, scale, bounded, persist, ensure (each documented at the top of
+# roundtrip, startup, scale, bounded, persist, ensure, ports (each documented at the top of
 # bench/src/bin/<name>.rs). Every
 # figure is printed beside its reference measured in the same run, with the ratio; the rows
 # that carry a target verdict are gathered into the summary at the top. Not part of the tests.
@@ -31,11 +31,11 @@ trap 'rm -rf "$tmp"' EXIT
 state() { mkdir -p "$tmp/state-$1"; echo "$tmp/state-$1"; }
 
 # workloads: rounds and scale; throughput MB; parse MB; roundtrip calls; startup runs;
-# scale jobs and short jobs; bounded MB; persist MB.
+# scale jobs and short jobs; bounded MB; persist MB; ports calls.
 if $quick; then
-  sizes=(5 0.1 20 5 1000 5 100 100 50 5)
+  sizes=(5 0.1 20 5 1000 5 100 100 50 5 100)
 else
-  sizes=(5 1 200 50 10000 20 1000 2000 1000 50)
+  sizes=(5 1 200 50 10000 20 1000 2000 1000 50 2000)
 fi
 started=$(date +%s)
 PTYJOBS_STATE_DIR=$(state workloads) "$bin/workloads" "${sizes[0]}" "${sizes[1]}" >"$tmp/s0.md"
@@ -47,6 +47,7 @@ PTYJOBS_STATE_DIR=$(state scale) "$bin/scale" "${sizes[6]}" "${sizes[7]}" >"$tmp
 PTYJOBS_STATE_DIR=$(state bounded) "$bin/bounded" "${sizes[8]}" >"$tmp/s6.md"
 PTYJOBS_STATE_DIR=$(state persist) "$bin/persist" "${sizes[9]}" >"$tmp/s7.md"
 PTYJOBS_STATE_DIR=$(state ensure) "$bin/ensure" "${sizes[4]}" >"$tmp/s8.md"
+PTYJOBS_STATE_DIR=$(state ports) "$bin/ports" "${sizes[10]}" >"$tmp/s9.md"
 took=$(( $(date +%s) - started ))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

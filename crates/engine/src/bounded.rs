@@ -61,8 +61,8 @@ impl JobManager {
             .await
     }
 
-    /// [`Self::status`] without blocking the caller's async worker: a job in memory whose lock
-    /// is free is answered at once (a snapshot of a few fields: a hop to the blocking pool
+    /// [`Self::status`] without blocking the caller's async worker: an ended job in memory whose
+    /// lock is free is answered at once (a snapshot of a few fields: a hop to the blocking pool
     /// would cost more than the answer); a stored job's record is read on the blocking pool,
     /// and so is a job whose lock is held (it may be writing its final record).
     ///
@@ -70,7 +70,10 @@ impl JobManager {
     /// As [`Self::status`].
     pub async fn status_async(&self, id: JobId) -> Result<crate::job::JobInfo> {
         let live = lock(&self.inner.table).jobs.get(&id).cloned();
-        if let Some(info) = live.and_then(|job| job.try_info()) {
+        // A running job's ports are a look at the process table: on the blocking pool.
+        if let Some(info) = live.and_then(|job| job.try_info())
+            && info.status.is_final()
+        {
             return Ok(info);
         }
         let me = self.clone();

@@ -86,6 +86,11 @@ impl Target {
         }
     }
 
+    /// The job's id.
+    pub(crate) fn id(&self) -> JobId {
+        self.id
+    }
+
     /// Whether the recorded leader is alive in `procs` with its recorded start time.
     fn leader_alive(&self, procs: &[Proc]) -> bool {
         self.pid > 1
@@ -196,6 +201,19 @@ fn live(t: &Target, procs: &[Proc]) -> Vec<u32> {
         }
         None => pids(t.members(procs, t.leader_alive(procs))),
     }
+}
+
+/// The processes of `t` proven in `procs` (its session's and its escapees, see the module
+/// docs), without signalling them: what [`crate::ports`] looks for listeners in.
+pub(crate) fn members_of(t: &Target, procs: &[Proc]) -> Vec<u32> {
+    let mut pids = live(t, procs);
+    // Where the tree lists its processes itself (a Windows Job Object), they count too.
+    if let Some(leader) = &t.own {
+        pids.extend(leader.tree.pids());
+        pids.sort_unstable();
+        pids.dedup();
+    }
+    pids
 }
 
 /// The pids of `procs`.

@@ -146,6 +146,11 @@ impl Job {
         }
     }
 
+    /// The job as the kill path proves its processes (also what its ports are looked up by).
+    pub(crate) fn target(&self) -> Target {
+        Target::own(self.id, &self.leader)
+    }
+
     pub(crate) fn master(&self) -> Result<Arc<crate::sys::pty::Master>> {
         let s = lock(&self.state);
         s.master().ok_or(Error::NotRunning {

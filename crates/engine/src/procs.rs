@@ -118,6 +118,11 @@ fn scan() -> Vec<Proc> {
     procs
 }
 
+/// The job id `pid` carries in its environment (`PTYJOBS_JOB_ID`), when it can be read.
+pub(crate) fn marker_of(pid: u32) -> Option<JobId> {
+    table::environ(pid).and_then(|e| marker_in(&e))
+}
+
 /// The job id in a NUL-separated environment block, if it has `PTYJOBS_JOB_ID=<uuid>`.
 fn marker_in(environ: &[u8]) -> Option<JobId> {
     let key = JOB_ID_ENV.as_bytes();

@@ -29,10 +29,14 @@ impl JobManager {
     /// # Errors
     /// [`Error::JobNotFound`].
     pub fn status(&self, id: JobId) -> Result<JobInfo> {
-        Ok(match self.inner.find(id)? {
-            Found::Live(job) => job.info(),
-            Found::Stored(job) => self.stored_info(&job),
-        })
+        let (info, target) = match self.inner.find(id)? {
+            Found::Live(job) => (job.info(), Some(job.target())),
+            Found::Stored(job) => (self.stored_info(&job), job.target()),
+        };
+        let mut infos = [info];
+        crate::ports::fill(&mut infos, vec![target]);
+        let [info] = infos;
+        Ok(info)
     }
 
     fn stored_info(&self, job: &StoredJob) -> JobInfo {
@@ -51,13 +55,20 @@ impl JobManager {
                 .collect()
         };
         let mut list: Vec<JobInfo> = jobs.iter().map(|j| j.info()).collect();
+        let mut targets: Vec<_> = jobs.iter().map(|j| Some(j.target())).collect();
+        let mut others = false;
         if let Some(store) = &self.inner.store {
             let known: std::collections::HashSet<JobId> = list.iter().map(|j| j.id).collect();
             let stored = store.records_except(|id| known.contains(&id));
             if !stored.is_empty() {
                 list.extend(stored.iter().map(|j| self.stored_info(j)));
-                list.sort_by_key(|j| std::cmp::Reverse(j.started));
+                targets.extend(stored.iter().map(StoredJob::target));
+                others = true;
             }
+        }
+        crate::ports::fill(&mut list, targets);
+        if others {
+            list.sort_by_key(|j| std::cmp::Reverse(j.started));
         }
         list
     }

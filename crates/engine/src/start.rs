@@ -32,6 +32,11 @@ impl JobManager {
     pub(crate) fn start(&self, spec: JobSpec) -> Result<JobInfo> {
         let inner = &self.inner;
         let (cols, rows, cwd) = validate(&inner.config, &spec)?;
+        let port = if spec.auto_port {
+            Some(crate::ports::auto_port(&spec.env)?)
+        } else {
+            None
+        };
         let slot = Slot::reserve(inner)?;
         let spare = inner.store.as_ref().and_then(|st| st.take_spare());
         let id = spare.as_ref().map_or_else(JobId::new, |spare| spare.id);
@@ -39,7 +44,7 @@ impl JobManager {
             shell: inner.config.shell.clone(),
             command: spec.command.clone(),
             cwd: cwd.clone(),
-            env: crate::jobenv::own(&spec.env, id),
+            env: crate::jobenv::own(&with_port(&spec.env, port), id),
             cols,
             rows,
             base_env: Arc::clone(&inner.base_env),
@@ -62,7 +67,7 @@ impl JobManager {
             name: spec.name.clone(),
             command: spec.command.clone(),
             cwd,
-            port: None,
+            port,
             replaces: spec.replaces,
             env: spec.env.clone(),
             pid: spawned.pid,
@@ -263,5 +268,21 @@ impl Drop for ChildGuard {
             crate::sys::sig::SIGKILL,
         );
         spawn::reap_abandoned(&self.leader);
+    }
+}
+
+/// The job's own environment with `PORT` set to the `auto_port` port (when it is not set
+/// already: an explicit `PORT` is the port, see [`crate::ports::auto_port`]).
+fn with_port(
+    env: &std::collections::BTreeMap<String, String>,
+    port: Option<u16>,
+) -> std::borrow::Cow<'_, std::collections::BTreeMap<String, String>> {
+    match port {
+        Some(p) if !env.contains_key("PORT") => {
+            let mut env = env.clone();
+            env.insert("PORT".into(), p.to_string());
+            std::borrow::Cow::Owned(env)
+        }
+        _ => std::borrow::Cow::Borrowed(env),
     }
 }

@@ -7,16 +7,16 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::job::{JobId, JobInfo};
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobInfo, Listener};
 use crate::manager::{Found, JobManager};
 use crate::output::OutputSlice;
 use crate::output::window::Start;
+use crate::ports::{PortHolder, url_of};
+use crate::readiness::{self, Probe, Seen, Want};
 use crate::search::{self, SearchResult};
 use crate::sync::lock;
 
-/// How often a port is probed.
-const PORT_PROBE: Duration = Duration::from_millis(100);
 /// How often progress is reported.
 const TICK: Duration = Duration::from_secs(1);
 /// Lines of tail returned with every wait.
@@ -31,8 +31,18 @@ pub struct WaitSpec {
     pub from_start: bool,
     /// End when the job printed nothing for this long.
     pub idle: Option<Duration>,
-    /// End when a TCP connection to this port on localhost succeeds.
+    /// End when one of the job's own processes listens on this TCP port (any address); end at
+    /// once with [`WaitReason::PortTaken`] when another process holds it.
     pub port: Option<u16>,
+    /// End when the job listens on any TCP port ([`WaitReason::Listening`]); for a job started
+    /// with `auto_port`, only on its port.
+    pub listening: bool,
+    /// End when an HTTP GET of this `http://localhost:PORT/...` URL, on a port the job listens
+    /// on, answers below 500 (or [`Self::expect_status`]); redirects are not followed. Each
+    /// request may take up to 2 s; one that gets no answer is tried again.
+    pub url: Option<String>,
+    /// With `url`: the exact status that counts as ready.
+    pub expect_status: Option<u16>,
     /// End as soon as the job waits for input (see [`crate::InputWait`]); at once if it
     /// already does.
     pub input: bool,
@@ -41,7 +51,7 @@ pub struct WaitSpec {
 }
 
 /// Which condition ended a wait. Wire names `exited`, `matched`, `idle`, `port_open`,
-/// `input_wanted`, `timeout`.
+/// `port_taken`, `listening`, `http_ready`, `input_wanted`, `timeout`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitReason {
@@ -51,8 +61,14 @@ pub enum WaitReason {
     Matched,
     /// The job printed nothing for the idle period.
     Idle,
-    /// The port accepted a connection.
+    /// The job listens on the port asked for.
     PortOpen,
+    /// Another process (see [`WaitOutcome::holder`]) listens on the port the job was to open.
+    PortTaken,
+    /// The job listens (see [`WaitOutcome::ports`] and [`WaitOutcome::urls`]).
+    Listening,
+    /// The readiness URL answered (see [`WaitOutcome::http_status`]).
+    HttpReady,
     /// The job waits for input (see [`WaitOutcome::input`]).
     InputWanted,
     /// The timeout passed first.
@@ -71,6 +87,14 @@ pub struct WaitOutcome {
     /// For `input_wanted`: the prompt and whether the terminal echoes, as seen when the wait
     /// ended (the job's `info.input` may already have moved on).
     pub input: Option<crate::InputWait>,
+    /// For `port_open`, `listening` and `http_ready`: the job's listeners when the wait ended.
+    pub ports: Vec<Listener>,
+    /// A URL per port of [`Self::ports`] (`http://localhost:PORT/`).
+    pub urls: Vec<String>,
+    /// For `port_taken`: the process that holds the port.
+    pub holder: Option<PortHolder>,
+    /// For `http_ready`: the status the URL answered.
+    pub http_status: Option<u16>,
     /// True when the requested timeout was longer than the cap and the cap was used instead:
     /// call again to keep waiting.
     pub capped: bool,
@@ -93,16 +117,128 @@ pub struct WaitProgress {
     pub bytes: u64,
 }
 
-async fn port_open(port: u16) -> bool {
-    let probe = async {
-        tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-            || tokio::net::TcpStream::connect(("::1", port)).await.is_ok()
+/// Which readiness condition a probe serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Port,
+    Listening,
+    Url,
+}
+
+/// One readiness condition of a wait in progress.
+struct Ready {
+    kind: Kind,
+    probe: Option<Probe>,
+    /// The last look saw the job listening on the URL's port.
+    owned: bool,
+}
+
+/// A readiness HTTP request in flight.
+type Request = tokio::task::JoinHandle<Option<u16>>;
+
+/// What a readiness condition ended the wait with.
+struct Readied {
+    reason: WaitReason,
+    ports: Vec<Listener>,
+    holder: Option<PortHolder>,
+    http_status: Option<u16>,
+}
+
+/// The readiness conditions of `spec` for `job` (checked: a bad URL is an error).
+fn readiness(spec: &WaitSpec, job: &crate::manager::Job) -> Result<Vec<Ready>> {
+    if spec.expect_status.is_some() && spec.url.is_none() {
+        return Err(Error::InvalidArgument(
+            "expect_status needs a url to check".into(),
+        ));
+    }
+    if let Some(s) = spec.expect_status
+        && !(100..=599).contains(&s)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "expect_status {s} is not an HTTP status (100..=599)"
+        )));
+    }
+    let mut out = Vec::new();
+    let mut add = |kind, want| {
+        out.push(Ready {
+            kind,
+            probe: Some(Probe::new(job.target(), want)),
+            owned: false,
+        });
     };
-    tokio::time::timeout(Duration::from_millis(500), probe)
+    if let Some(p) = spec.port {
+        add(Kind::Port, Want::Port(p));
+    }
+    if spec.listening {
+        add(Kind::Listening, Want::Listening(job.port));
+    }
+    if let Some(url) = &spec.url {
+        add(Kind::Url, Want::Port(readiness::url_port(url)?));
+    }
+    Ok(out)
+}
+
+/// One look of each probe of `ready` (on the blocking pool): what ended the wait, if anything.
+/// A URL whose port the job owns gets a request in `request` when none is in flight.
+async fn look(
+    ready: &mut [Ready],
+    spec: &WaitSpec,
+    request: &mut Option<Request>,
+    next_request: Instant,
+    deadline: Instant,
+) -> Result<Option<Readied>> {
+    for r in ready.iter_mut() {
+        let Some(mut probe) = r.probe.take() else {
+            continue;
+        };
+        let (probe, seen) = tokio::task::spawn_blocking(move || {
+            let seen = probe.look();
+            (probe, seen)
+        })
         .await
-        .unwrap_or(false)
+        .map_err(|e| Error::Io(std::io::Error::other(format!("port probe failed: {e}"))))?;
+        r.probe = Some(probe);
+        match seen {
+            Seen::Taken(holders) => {
+                return Ok(Some(Readied {
+                    reason: WaitReason::PortTaken,
+                    ports: Vec::new(),
+                    holder: holders.into_iter().next(),
+                    http_status: None,
+                }));
+            }
+            Seen::Ready(ports) if r.kind != Kind::Url => {
+                let reason = if r.kind == Kind::Port {
+                    WaitReason::PortOpen
+                } else {
+                    WaitReason::Listening
+                };
+                return Ok(Some(Readied {
+                    reason,
+                    ports,
+                    holder: None,
+                    http_status: None,
+                }));
+            }
+            Seen::Ready(_) => r.owned = true,
+            Seen::No => r.owned = false,
+        }
+    }
+    let url_owned = ready.iter().any(|r| r.kind == Kind::Url && r.owned);
+    if url_owned
+        && request.is_none()
+        && Instant::now() >= next_request
+        && let Some(url) = spec.url.clone()
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = readiness::HTTP_TIMEOUT
+            .min(left)
+            .max(Duration::from_millis(1));
+        *request = Some(tokio::task::spawn_blocking(move || {
+            readiness::http_status(&url, timeout)
+        }));
+    }
+    Ok(None)
 }
 
 impl JobManager {
@@ -138,6 +274,9 @@ impl JobManager {
             }
         };
         let deadline = start + total;
+        let mut ready = readiness(spec, &job)?;
+        let mut request: Option<Request> = None;
+        let mut next_request = start;
         let mut rx = job.events.subscribe();
         let mut input_rx = job.waiting.subscribe();
         // Lines before `scan_from` were already searched (or are too old to count).
@@ -204,13 +343,36 @@ impl JobManager {
                 }));
                 next_input_probe = now + crate::input::WAIT_PROBE;
             }
-            if let Some(port) = spec.port
-                && now >= next_probe
+            if let Some(h) = request.as_ref()
+                && h.is_finished()
+                && let Some(h) = request.take()
             {
-                if port_open(port).await {
-                    break WaitReason::PortOpen;
+                let status = h.await.ok().flatten();
+                if let Some(code) = status
+                    && readiness::status_ready(code, spec.expect_status)
+                {
+                    let ports = self.status(id).map(|i| i.ports).unwrap_or_default();
+                    return self.readied(
+                        id,
+                        Readied {
+                            reason: WaitReason::HttpReady,
+                            ports,
+                            holder: None,
+                            http_status: Some(code),
+                        },
+                        capped,
+                        start,
+                    );
                 }
-                next_probe = Instant::now() + PORT_PROBE;
+                next_request = Instant::now() + readiness::HTTP_RETRY;
+            }
+            if !ready.is_empty() && now >= next_probe {
+                if let Some(done) =
+                    look(&mut ready, spec, &mut request, next_request, deadline).await?
+                {
+                    return self.readied(id, done, capped, start);
+                }
+                next_probe = Instant::now() + readiness::LOOK_EVERY;
             }
             if now >= next_tick {
                 progress(WaitProgress {
@@ -231,7 +393,7 @@ impl JobManager {
             if let Some(idle) = spec.idle {
                 wake = wake.min(last_output + idle);
             }
-            if spec.port.is_some() {
+            if !ready.is_empty() {
                 wake = wake.min(next_probe);
             }
             if spec.input {
@@ -248,6 +410,50 @@ impl JobManager {
         self.outcome(id, reason, None, capped, start)
     }
 
+    /// The processes that listen on TCP `port` now (any address), each with its command line,
+    /// working directory and, when it is a ptyjobs job, that job's id and name; empty when the
+    /// port is free. Blocking (a look at every process's descriptors on Linux): call it off the
+    /// async runtime. For a restart: the old job's ports are free once this is empty for each.
+    pub fn port_holders(&self, port: u16) -> Vec<PortHolder> {
+        let look = crate::sys::net::listening();
+        if crate::ports::in_use(&look, port) == Some(false) {
+            return Vec::new();
+        }
+        let mut holders = crate::ports::holders(&look, port);
+        for h in &mut holders {
+            if let Some(job) = h.job_id {
+                h.job_name = self.status(job).ok().and_then(|i| i.name);
+            }
+        }
+        holders
+    }
+
+    /// The outcome of a wait that a readiness condition ended.
+    fn readied(
+        &self,
+        id: JobId,
+        done: Readied,
+        capped: bool,
+        start: Instant,
+    ) -> Result<WaitOutcome> {
+        let mut out = self.outcome(id, done.reason, None, capped, start)?;
+        let mut holder = done.holder;
+        if let Some(h) = holder.as_mut()
+            && let Some(job) = h.job_id
+        {
+            h.job_name = self.status(job).ok().and_then(|i| i.name);
+        }
+        out.holder = holder;
+        out.http_status = done.http_status;
+        if !done.ports.is_empty() {
+            out.ports = done.ports;
+        }
+        let mut ports: Vec<u16> = out.ports.iter().map(|l| l.port).collect();
+        ports.dedup();
+        out.urls = ports.into_iter().map(url_of).collect();
+        Ok(out)
+    }
+
     fn outcome(
         &self,
         id: JobId,
@@ -262,6 +468,10 @@ impl JobManager {
             matched_line,
             line_number,
             input: None,
+            ports: Vec::new(),
+            urls: Vec::new(),
+            holder: None,
+            http_status: None,
             capped: capped && reason == WaitReason::Timeout,
             waited_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
             info: self.status(id)?,

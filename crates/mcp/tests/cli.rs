@@ -7,6 +7,8 @@
 mod harness;
 #[path = "cli/names.rs"]
 mod names;
+#[path = "cli/ports.rs"]
+mod ports;
 #[path = "common/procs.rs"]
 mod procs;
 #[path = "cli/services.rs"]

@@ -185,6 +185,7 @@ impl JobManager {
         spec.rows = o.rows.map(|v| dimension("rows", v)).transpose()?;
         spec.timeout = o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?;
         spec.name = o.name;
+        spec.auto_port = o.auto_port == Some(true);
         spec.ensure = o.ensure.unwrap_or(false);
         let started = self.jobs.ensure(spec).map_err(from_engine)?;
         let mut info = JobInfo::from(started.info);

@@ -141,6 +141,9 @@ pub struct ExecuteOptions {
     /// command, return it (`reused: true`) instead of starting another; a different command
     /// is refused (`NAME_TAKEN`: restart it to change it).
     pub ensure: Option<bool>,
+    /// Pick a free TCP port, give it to the job as `PORT` and answer it as `info.port` (an
+    /// explicit `env.PORT` is the port instead); a `listening` wait then counts only it.
+    pub auto_port: Option<bool>,
 }
 
 /// Options of `restart(jobIdOrName, options?)`.
@@ -222,9 +225,19 @@ pub struct WaitOptions {
     /// End when the job has printed nothing for this many milliseconds (at least 1): a
     /// program waiting at its prompt, a build gone quiet.
     pub idle_ms: Option<f64>,
-    /// End when a TCP connection to this port on localhost (127.0.0.1 or ::1) succeeds
-    /// (1..=65535); probed every 100 ms.
+    /// End when one of the job's own processes listens on this TCP port (1..=65535), any
+    /// address; when another process holds it, end at once with `port_taken` and its
+    /// `holder`. Looked at every 5 ms.
     pub port: Option<f64>,
+    /// `true`: end when the job listens on any TCP port (reason `listening`, with `ports` and
+    /// `urls`: where the server ended up); with `autoPort`, only on its port.
+    pub listening: Option<bool>,
+    /// End when an HTTP GET of this `http://localhost:PORT/...` URL, on a port the job listens
+    /// on, answers below 500 (or `expectStatus`); redirects are not followed, each request
+    /// may take 2 s (reason `http_ready`, with `httpStatus`).
+    pub url: Option<String>,
+    /// With `url`: the exact status that counts as ready.
+    pub expect_status: Option<f64>,
     /// `true`: end as soon as the job waits for input (reason `input_wanted`, with `prompt`
     /// and `echo`); at once if it already does. Linux only.
     pub input: Option<bool>,
@@ -241,6 +254,9 @@ impl WaitOptions {
             && self.idle_ms.is_none()
             && self.port.is_none()
             && self.input != Some(true)
+            && self.listening != Some(true)
+            && self.url.is_none()
+            && self.expect_status.is_none()
         {
             return Ok(None);
         }
@@ -262,6 +278,13 @@ impl WaitOptions {
                 .transpose()?,
             port: port.map(|p| u16::try_from(p).unwrap_or(u16::MAX)),
             input: self.input == Some(true),
+            listening: self.listening == Some(true),
+            url: self.url.clone(),
+            expect_status: self
+                .expect_status
+                .map(|v| whole("expectStatus", v, 100, 599))
+                .transpose()?
+                .map(|v| u16::try_from(v).unwrap_or(u16::MAX)),
             timeout,
         }))
     }

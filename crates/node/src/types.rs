@@ -23,8 +23,14 @@ pub enum WaitReason {
     Matched,
     /// The job printed nothing for `idleMs`.
     Idle,
-    /// `port` accepted a connection.
+    /// The job itself listens on `port`.
     PortOpen,
+    /// Another process listens on `port`: see `holder`.
+    PortTaken,
+    /// The job listens (`listening: true`): see `ports` and `urls`.
+    Listening,
+    /// `url` answered: see `httpStatus`.
+    HttpReady,
     /// The job waits for input (`input: true`): see `prompt` and `echo`.
     InputWanted,
     /// `timeoutMs` (or `maxWaitMs`) passed first.
@@ -38,6 +44,9 @@ impl From<engine::WaitReason> for WaitReason {
             engine::WaitReason::Matched => Self::Matched,
             engine::WaitReason::Idle => Self::Idle,
             engine::WaitReason::PortOpen => Self::PortOpen,
+            engine::WaitReason::PortTaken => Self::PortTaken,
+            engine::WaitReason::Listening => Self::Listening,
+            engine::WaitReason::HttpReady => Self::HttpReady,
             engine::WaitReason::InputWanted => Self::InputWanted,
             engine::WaitReason::Timeout => Self::Timeout,
         }
@@ -160,6 +169,60 @@ pub struct JobInfo {
     pub replaces: Option<String>,
     /// Set (true) by `execute` with `ensure` when it returned the job already running.
     pub reused: Option<bool>,
+    /// While running: the TCP listeners of the job's own processes (its session's, and those
+    /// that left it but carry its job marker).
+    pub ports: Vec<Port>,
+    /// The port `autoPort` picked (also the job's `PORT`).
+    pub port: Option<u32>,
+}
+
+/// A TCP listener of one of a job's processes.
+#[napi(object)]
+pub struct Port {
+    /// The port.
+    pub port: u32,
+    /// The address bound (`0.0.0.0` or `::`: every address).
+    pub address: String,
+    /// The process that listens.
+    pub pid: u32,
+}
+
+fn ports(listeners: Vec<engine::Listener>) -> Vec<Port> {
+    listeners
+        .into_iter()
+        .map(|l| Port {
+            port: u32::from(l.port),
+            address: l.address.to_string(),
+            pid: l.pid,
+        })
+        .collect()
+}
+
+/// The process that holds a port a job was to listen on (`port_taken`).
+#[napi(object)]
+pub struct PortHolder {
+    /// Its process id.
+    pub pid: u32,
+    /// Its command line, when readable.
+    pub command: Option<String>,
+    /// Its working directory, when readable.
+    pub cwd: Option<String>,
+    /// The ptyjobs job it belongs to, if any.
+    pub job_id: Option<String>,
+    /// That job's name.
+    pub job_name: Option<String>,
+}
+
+impl From<engine::PortHolder> for PortHolder {
+    fn from(h: engine::PortHolder) -> Self {
+        Self {
+            pid: h.pid,
+            command: h.command,
+            cwd: h.cwd.map(|c| c.to_string_lossy().into_owned()),
+            job_id: h.job_id.map(|j| j.to_string()),
+            job_name: h.job_name,
+        }
+    }
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -195,6 +258,8 @@ impl From<engine::JobInfo> for JobInfo {
             prompt: i.input.map(|w| w.prompt),
             replaces: i.replaces.map(|r| r.to_string()),
             reused: None,
+            ports: ports(i.ports),
+            port: i.port.map(u32::from),
         }
     }
 }
@@ -255,7 +320,8 @@ impl From<engine::OutputSlice> for Output {
 /// What ended a `wait` with a `pattern`, `idleMs` or `port` condition, and the job then.
 #[napi(object)]
 pub struct WaitResult {
-    /// `exited`, `matched`, `idle`, `port_open`, `input_wanted` or `timeout`.
+    /// `exited`, `matched`, `idle`, `port_open`, `port_taken`, `listening`, `http_ready`,
+    /// `input_wanted` or `timeout`.
     pub reason: WaitReason,
     /// The line that matched, for `matched`.
     pub matched_line: Option<String>,
@@ -265,6 +331,14 @@ pub struct WaitResult {
     pub prompt: Option<String>,
     /// Whether the terminal echoes what is typed, for `input_wanted` (false: a password).
     pub echo: Option<bool>,
+    /// For `port_open`, `listening` and `http_ready`: the job's listeners.
+    pub ports: Vec<Port>,
+    /// A URL per port (`http://localhost:5174/`).
+    pub urls: Vec<String>,
+    /// For `port_taken`: the process that holds the port.
+    pub holder: Option<PortHolder>,
+    /// For `http_ready`: the status the URL answered.
+    pub http_status: Option<u32>,
     /// True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
     /// instead: call again to keep waiting.
     pub capped: bool,
@@ -284,6 +358,10 @@ impl From<engine::WaitOutcome> for WaitResult {
             line_number: w.line_number.map(num),
             prompt: w.input.as_ref().map(|i| i.prompt.clone()),
             echo: w.input.map(|i| i.echo),
+            ports: ports(w.ports),
+            urls: w.urls,
+            holder: w.holder.map(PortHolder::from),
+            http_status: w.http_status.map(u32::from),
             capped: w.capped,
             waited_ms: num(w.waited_ms),
             info: w.info.into(),

@@ -108,6 +108,14 @@ impl StoredJob {
         self.record
             .info(instance == Some(self.record.server.instance.as_str()))
     }
+
+    /// The job as the kill path would prove its processes, while its record says running and
+    /// its server is alive (what its ports are looked up by); `None` otherwise.
+    pub(crate) fn target(&self) -> Option<crate::kill::Target> {
+        let r = &self.record;
+        (r.status == JobStatus::Running && self.owner_alive)
+            .then(|| crate::kill::Target::recorded(r.id, r.process.pid, r.process.start_ticks))
+    }
 }
 
 /// The lines a running job still had on its screen when it last went quiet. They follow the
@@ -259,6 +267,15 @@ impl Store {
             settled: Mutex::default(),
             upkeep: Mutex::default(),
         })
+    }
+
+    /// The TCP listeners of each of `jobs` (the same order) that runs and whose server is
+    /// alive, from one look at the machine's listeners and one process scan for them all (see
+    /// [`crate::JobInfo::ports`]); empty for the others. Blocking: reads the process table.
+    pub fn ports_of(jobs: &[StoredJob]) -> Vec<Vec<crate::Listener>> {
+        let mut infos: Vec<JobInfo> = jobs.iter().map(|j| j.record.info(false)).collect();
+        crate::ports::fill(&mut infos, jobs.iter().map(StoredJob::target).collect());
+        infos.into_iter().map(|i| i.ports).collect()
     }
 
     /// The settings in force.

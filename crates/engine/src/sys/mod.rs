@@ -20,6 +20,7 @@ pub(crate) const JOB_MARKERS: bool = cfg!(target_os = "linux");
 
 mod leader;
 pub(crate) use leader::Leader;
+pub(crate) mod net;
 pub(crate) mod proc_info;
 pub(crate) mod spawn_spec;
 

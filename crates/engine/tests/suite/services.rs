@@ -219,7 +219,6 @@ async fn starting_a_running_service_again_reuses_its_job() {
 /// A Procfile command that uses `$PORT` gets a free port and is ready when it listens there.
 /// Needs `auto_port` (the ports change); until it is merged `PORT` is not set.
 #[tokio::test]
-#[ignore = "needs JobSpec::auto_port to pick a PORT (branch ports): remove after the merge"]
 async fn a_procfile_service_using_port_is_given_one_and_awaited_there() {
     let m = manager();
     let dir = tempfile::tempdir().expect("project");

@@ -2,7 +2,7 @@
 //! record on disk; times are RFC 3339 in UTC; absent values are `null`, never left out.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use ptyjobs_engine::{InputWait, StoredJob};
+use ptyjobs_engine::{InputWait, Listener, StoredJob};
 use serde::Serialize;
 
 /// One job as `list --json` and `status --json` print it.
@@ -38,6 +38,8 @@ pub(crate) struct JobJson {
     /// `prompt` (the text before the cursor) and `pid` (the process that waits). As its server
     /// last wrote it: at most about a second behind the job.
     pub input: Option<InputWait>,
+    /// The TCP listeners of the job's processes while it runs (`address`, `port`, `pid`).
+    pub ports: Vec<Listener>,
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -66,6 +68,7 @@ impl From<&StoredJob> for JobJson {
             server_pid: r.server.process.pid,
             log_truncated: r.log_truncated,
             input: info.input,
+            ports: Vec::new(),
         }
     }
 }

@@ -26,8 +26,12 @@ pub(crate) fn run(store: &Store, status: Option<&str>, json: bool) -> CmdResult 
         .filter(|j| filter.is_none_or(|s| j.record.status == s))
         .collect();
     let mut out = Out::new();
+    let ports = Store::ports_of(&jobs);
     if json {
-        let list: Vec<JobJson> = jobs.iter().map(JobJson::from).collect();
+        let mut list: Vec<JobJson> = jobs.iter().map(JobJson::from).collect();
+        for (j, p) in list.iter_mut().zip(&ports) {
+            j.ports.clone_from(p);
+        }
         let text = serde_json::to_string_pretty(&list)
             .map_err(|e| Failure::msg(format!("cannot encode the jobs as JSON: {e}")))?;
         out.line(&json_safe(&text))?;
@@ -38,7 +42,7 @@ pub(crate) fn run(store: &Store, status: Option<&str>, json: bool) -> CmdResult 
             one_line(&store.config().dir.display().to_string())
         ))?;
     } else {
-        table(&mut out, &jobs)?;
+        table(&mut out, &jobs, &ports)?;
     }
     out.flush()?;
     Ok(())
@@ -57,11 +61,13 @@ struct Row {
     exit: String,
     started: String,
     duration: String,
+    /// The job's listening ports, `5173,5174` (`-`: none).
+    ports: String,
     command: String,
 }
 
 impl Row {
-    fn of(job: &StoredJob) -> Self {
+    fn of(job: &StoredJob, listeners: &[ptyjobs_engine::Listener]) -> Self {
         let info = job.info(None);
         let exit = match (info.exit_code, &info.signal) {
             (Some(code), _) => code.to_string(),
@@ -76,6 +82,7 @@ impl Row {
             exit,
             started: local_time(info.started),
             duration: duration(info.duration_ms),
+            ports: port_list(listeners),
             command: one_line(&info.command),
         }
     }
@@ -91,12 +98,31 @@ impl Row {
     }
 }
 
-const HEADERS: [&str; 7] = [
-    "ID", "NAME", "STATUS", "EXIT", "STARTED", "DURATION", "COMMAND",
+const HEADERS: [&str; 8] = [
+    "ID", "NAME", "STATUS", "EXIT", "STARTED", "DURATION", "PORTS", "COMMAND",
 ];
 
-fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
-    let rows: Vec<Row> = jobs.iter().map(Row::of).collect();
+/// The distinct ports of `listeners`, comma-separated; `-` for none.
+fn port_list(listeners: &[ptyjobs_engine::Listener]) -> String {
+    let mut ports: Vec<u16> = listeners.iter().map(|l| l.port).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    if ports.is_empty() {
+        return "-".to_owned();
+    }
+    ports
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn table(
+    out: &mut Out,
+    jobs: &[StoredJob],
+    ports: &[Vec<ptyjobs_engine::Listener>],
+) -> std::io::Result<()> {
+    let rows: Vec<Row> = jobs.iter().zip(ports).map(|(j, p)| Row::of(j, p)).collect();
     let column = |header: &str, cell: fn(&Row) -> &str| {
         rows.iter()
             .map(|r| width(cell(r)))
@@ -111,6 +137,7 @@ fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
         column(HEADERS[3], |r| &r.exit),
         column(HEADERS[4], |r| &r.started),
         column(HEADERS[5], |r| &r.duration),
+        column(HEADERS[6], |r| &r.ports),
     ];
     // Two spaces between columns; the command takes what is left of the terminal.
     let used: usize = widths.iter().map(|w| w + 2).sum();
@@ -122,7 +149,7 @@ fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
     for (h, w) in HEADERS.iter().zip(widths) {
         header.push_str(&pad(h, w + 2));
     }
-    header.push_str(HEADERS[6]);
+    header.push_str(HEADERS[7]);
     out.line(&header)?;
     for r in &rows {
         let status = pad(r.status(), widths[2]);
@@ -138,12 +165,13 @@ fn table(out: &mut Out, jobs: &[StoredJob]) -> std::io::Result<()> {
         };
         writeln!(
             out,
-            "{}  {}  {status}  {}  {}  {}  {}",
+            "{}  {}  {status}  {}  {}  {}  {}  {}",
             pad(&r.id, widths[0]),
             pad(&r.name, widths[1]),
             pad(&r.exit, widths[3]),
             pad(&r.started, widths[4]),
             pad(&r.duration, widths[5]),
+            pad(&r.ports, widths[6]),
             truncate(&r.command, command_width),
         )?;
     }

@@ -25,12 +25,16 @@ pub(crate) fn run(store: &Store, id: &str, json: bool) -> CmdResult {
     let id = store.resolve_job(id, None)?;
     let job = store.load(id)?;
     let lines = total_lines(store, &job)?;
+    let ports = Store::ports_of(std::slice::from_ref(&job))
+        .pop()
+        .unwrap_or_default();
     let mut out = Out::new();
     if json {
-        let status = StatusJson {
+        let mut status = StatusJson {
             job: JobJson::from(&job),
             output_lines: lines,
         };
+        status.job.ports.clone_from(&ports);
         let text = serde_json::to_string_pretty(&status)
             .map_err(|e| Failure::msg(format!("cannot encode the job as JSON: {e}")))?;
         out.line(&json_safe(&text))?;
@@ -60,6 +64,19 @@ pub(crate) fn run(store: &Store, id: &str, json: bool) -> CmdResult {
         fields.push(("reason", one_line(reason)));
     }
     fields.push(("pid", info.pid.to_string()));
+    if !ports.is_empty() {
+        let list: Vec<String> = ports
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} (pid {})",
+                    std::net::SocketAddr::from((l.address, l.port)),
+                    l.pid
+                )
+            })
+            .collect();
+        fields.push(("ports", list.join(", ")));
+    }
     fields.push((
         "started",
         format!(

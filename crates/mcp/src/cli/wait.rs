@@ -9,7 +9,6 @@
 //! saved from the job's screen whenever its output pauses (a `--pattern`, output silence),
 //! and the job's TCP listeners (`--port`, `--listening`).
 
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -25,8 +24,6 @@ use super::out::Out;
 
 /// How often the state directory is looked at: the rhythm of `logs --follow`.
 const POLL: Duration = Duration::from_millis(100);
-/// How long a `--port` probe may take to connect (a closed local port refuses at once).
-const CONNECT: Duration = Duration::from_millis(200);
 /// Lines of the job's output in the answer.
 const LAST_LINES: usize = 10;
 
@@ -60,8 +57,9 @@ too): lines the server has flushed to the disk log and the lines it saved from t
 screen, which it does whenever output pauses for 200 ms. So a line is seen once it scrolled
 off the screen or output paused: usually within about 300 ms of being printed. --idle-ms counts from the start of the wait
 or the last change seen in those files, so it ends up to about 300 ms late. --input follows
-the record, which its server updates at most once a second. --port N: a connection to N on
-localhost succeeds (as wait_for_job's port), or a process of the job listens on N.
+the record, which its server updates at most once a second. --port N: a process of the job
+listens on N (as wait_for_job's port: another program's listener never counts); --listening:
+one listens on any port.
 
 It reads the state directory of the job's server: give it the server's --state-dir (or
 PTYJOBS_STATE_DIR) if that server has one.
@@ -79,7 +77,7 @@ pub struct WaitArgs {
     /// Until the job ends; then exit code 0 whatever the job's own exit code.
     #[arg(long)]
     exit: bool,
-    /// Until port N on localhost accepts a connection (or a process of the job listens on N).
+    /// Until a process of the job listens on TCP port N (another program's listener never counts).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     port: Option<u16>,
     /// Until a process of the job listens on a TCP port.
@@ -269,12 +267,12 @@ fn wait(store: &Store, args: &WaitArgs) -> Result<Answer, Failure> {
             return watch.answer(Reason::Idle, None, None, start);
         }
         if args.port.is_some() || args.listening {
-            let ports = listeners(store, &job);
+            let ports = listeners(&job);
             if args.listening && !ports.is_empty() {
                 return watch.answer(Reason::Listening, None, None, start);
             }
             if let Some(port) = args.port
-                && (ports.iter().any(|l| l.port == port) || accepts(port))
+                && ports.iter().any(|l| l.port == port)
             {
                 return watch.answer(Reason::PortOpen, None, None, start);
             }
@@ -379,7 +377,7 @@ impl Watch<'_> {
         let ports = if info.status.is_final() {
             Vec::new()
         } else {
-            listeners(self.store, &job)
+            listeners(&job)
         };
         let (line_number, matched_line) = found.unzip();
         Ok(Answer {
@@ -399,19 +397,10 @@ impl Watch<'_> {
     }
 }
 
-/// The TCP listeners of the job's processes.
-fn listeners(_store: &Store, _job: &StoredJob) -> Vec<Listener> {
-    // merge: Store::ports_of from the ports branch, e.g.
-    // `store.ports_of(std::slice::from_ref(job)).pop().unwrap_or_default()`.
-    Vec::new()
-}
-
-/// Whether `port` on localhost (IPv4 or IPv6) accepts a connection now.
-fn accepts(port: u16) -> bool {
-    [
-        SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
-        SocketAddr::from((Ipv6Addr::LOCALHOST, port)),
-    ]
-    .iter()
-    .any(|addr| TcpStream::connect_timeout(addr, CONNECT).is_ok())
+/// The TCP listeners of the job's processes (its session's, and escapees carrying its
+/// marker): what `--port` and `--listening` count, so another program's socket never does.
+fn listeners(job: &StoredJob) -> Vec<Listener> {
+    Store::ports_of(std::slice::from_ref(job))
+        .pop()
+        .unwrap_or_default()
 }

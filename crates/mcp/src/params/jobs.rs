@@ -6,7 +6,7 @@ use ptyjobs_engine::{JobInfo, KillOutcome, KillReport};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, WaitResult, rfc3339};
+use super::{Port, Status, WaitResult, ports, rfc3339};
 use crate::budget;
 
 /// Input of execute_command.
@@ -50,6 +50,9 @@ pub struct ExecuteParams {
     /// false: answer at once.
     #[serde(default)]
     pub wait: Option<bool>,
+    /// Pick a free TCP port, give it as $PORT, answer it as `port`; `listening` waits for it.
+    #[serde(default)]
+    pub auto_port: bool,
 }
 
 /// Result of execute_command.
@@ -76,6 +79,9 @@ pub struct ExecuteResult {
     /// From restart_job: the job this one replaced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
+    /// With `auto_port`: the port picked for the job (its $PORT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 impl From<JobInfo> for ExecuteResult {
@@ -89,6 +95,7 @@ impl From<JobInfo> for ExecuteResult {
             reused: false,
             tail: None,
             replaces: j.replaces.map(|r| r.to_string()),
+            port: j.port,
         }
     }
 }
@@ -151,6 +158,12 @@ pub struct StatusResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub prompt: Option<String>,
+    /// The TCP listeners of the job's own processes (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<Port>,
+    /// The port `auto_port` picked for the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 impl From<JobInfo> for StatusResult {
@@ -172,6 +185,8 @@ impl From<JobInfo> for StatusResult {
             waiting_for_input: j.input.is_some(),
             echo: j.input.as_ref().map(|w| w.echo),
             prompt: j.input.map(|w| w.prompt),
+            ports: ports(j.ports),
+            port: j.port,
         }
     }
 }
@@ -213,6 +228,9 @@ pub struct JobSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub prompt: Option<String>,
+    /// The TCP listeners of the job's own processes (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<Port>,
 }
 
 impl From<JobInfo> for JobSummary {
@@ -229,6 +247,7 @@ impl From<JobInfo> for JobSummary {
             waiting_for_input: j.input.is_some(),
             echo: j.input.as_ref().map(|w| w.echo),
             prompt: j.input.map(|w| w.prompt),
+            ports: ports(j.ports),
         }
     }
 }

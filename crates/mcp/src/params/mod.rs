@@ -6,6 +6,7 @@
 
 mod jobs;
 mod output;
+mod ports;
 mod restart;
 mod services;
 mod terminal;
@@ -13,6 +14,7 @@ mod wait;
 
 pub use jobs::*;
 pub use output::*;
+pub use ports::*;
 pub use restart::*;
 pub use services::*;
 pub use terminal::*;

@@ -4,7 +4,7 @@ use ptyjobs_engine::{WaitOutcome, WaitReason};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Accounting, Status};
+use super::{Accounting, Holder, Port, Status, ports};
 use crate::budget::{WAIT_LINE_BYTES, WAIT_TAIL_BYTES, shorten};
 
 /// Input of wait_for_job.
@@ -25,10 +25,19 @@ pub struct WaitParams {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub idle_ms: Option<u64>,
-    /// Return once a TCP connection to this port on localhost succeeds (a server listens).
+    /// Return once the job's own process listens on this port (port_taken if another holds it).
     #[serde(default)]
     #[schemars(range(min = 1, max = 65535))]
     pub port: Option<u16>,
+    /// Return once the job listens on any TCP port (reason listening, with ports and urls).
+    #[serde(default)]
+    pub listening: bool,
+    /// Return once GET of this http://localhost:PORT/ URL on a job's port answers < 500.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// With url: the status that counts as ready.
+    #[serde(default)]
+    pub expect_status: Option<u16>,
     /// Return as soon as the job waits for input (its foreground process is blocked reading
     /// the terminal and output is quiet): reason input_wanted, with the prompt. At once if it
     /// already waits. Default false.
@@ -50,8 +59,14 @@ pub enum Reason {
     Matched,
     /// The job printed nothing for `idle_ms`.
     Idle,
-    /// The port accepted a connection.
+    /// The job listens on `port`.
     PortOpen,
+    /// Another process holds `port` (see holder).
+    PortTaken,
+    /// The job listens (see ports, urls).
+    Listening,
+    /// `url` answered (see http_status).
+    HttpReady,
     /// The job waits for input (see prompt and echo).
     InputWanted,
     /// The timeout passed first.
@@ -65,6 +80,9 @@ impl From<WaitReason> for Reason {
             WaitReason::Matched => Self::Matched,
             WaitReason::Idle => Self::Idle,
             WaitReason::PortOpen => Self::PortOpen,
+            WaitReason::PortTaken => Self::PortTaken,
+            WaitReason::Listening => Self::Listening,
+            WaitReason::HttpReady => Self::HttpReady,
             WaitReason::InputWanted => Self::InputWanted,
             WaitReason::Timeout => Self::Timeout,
         }
@@ -74,7 +92,8 @@ impl From<WaitReason> for Reason {
 /// Result of wait_for_job.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct WaitResult {
-    /// Why the wait ended: exited, matched, idle, port_open, input_wanted or timeout.
+    /// Why the wait ended: exited, matched, idle, port_open, port_taken, listening, http_ready,
+    /// input_wanted or timeout.
     pub reason: Reason,
     /// The line that matched `pattern`, for `matched`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -91,6 +110,18 @@ pub struct WaitResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub echo: Option<bool>,
+    /// The job's TCP listeners, for port_open, listening and http_ready.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<Port>,
+    /// A URL per port, e.g. `http://localhost:5174/`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<String>,
+    /// For port_taken: the process that holds the port (and its job, if it is one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
+    /// For http_ready: the status the URL answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
     /// True when the wait stopped at the server's cap rather than at `timeout_secs`: call
     /// wait_for_job again to keep waiting.
     pub capped: bool,
@@ -140,6 +171,10 @@ impl From<WaitOutcome> for WaitResult {
             line_number: w.line_number,
             echo: w.input.as_ref().map(|i| i.echo),
             prompt: w.input.map(|i| shorten(i.prompt, WAIT_LINE_BYTES)),
+            ports: ports(w.ports),
+            urls: w.urls,
+            holder: w.holder.map(Holder::from),
+            http_status: w.http_status,
             capped: w.capped,
             message,
             waited_ms: w.waited_ms,

@@ -225,6 +225,7 @@ impl Server {
             name: p.name,
             timeout: seconds(p.timeout_secs)?,
             ensure: p.ensure == Some(true),
+            auto_port: p.auto_port,
             ..JobSpec::default()
         };
         let job = self.jobs().ensure(spec)?;

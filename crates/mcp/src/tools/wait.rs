@@ -15,7 +15,8 @@ use crate::server::Server;
 #[tool_router(router = wait_tools, vis = "pub(crate)")]
 impl Server {
     /// Wait server-side until the first of: the job exits; a new output line matches `pattern`;
-    /// output stays quiet for `idle_ms`; `port` on localhost accepts connections; with
+    /// output stays quiet for `idle_ms`; the job itself listens on `port` (held by another:
+    /// port_taken) or on any port with `listening: true` (answers ports, urls); `url` answers; with
     /// `input: true`, the job waits for input (a prompt; reason input_wanted); `timeout_secs`
     /// passes (at most 50 s per call; a capped wait says so, call again). Returns the reason,
     /// the matching line, the job's status and its last lines. Examples:
@@ -40,6 +41,9 @@ impl Server {
             from_start: p.from_start.unwrap_or(false),
             idle: p.idle_ms.map(Duration::from_millis),
             port: p.port,
+            listening: p.listening,
+            url: p.url,
+            expect_status: p.expect_status,
             input: p.input,
             timeout: seconds(p.timeout_secs)?,
         };

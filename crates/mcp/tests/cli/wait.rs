@@ -195,8 +195,18 @@ fn a_port_that_opens_ends_a_port_wait() {
     assert_eq!(a["status"], "running", "{a}");
 }
 
+/// Another program's listener on the port is not the job's: the wait runs to its timeout.
 #[test]
-#[ignore = "needs Store::ports_of from the ports branch (the job's listeners)"]
+fn a_port_held_by_another_program_does_not_end_a_port_wait() {
+    let mut f = Fixture::new();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = other.local_addr().expect("addr").port().to_string();
+    let (id, _) = f.exec("sleep 300");
+    let a = wait(&f, &[&id, "--port", &port, "--timeout", "0.5"], 124);
+    assert_eq!(a["reason"], "timeout", "{a}");
+}
+
+#[test]
 fn a_job_that_listens_ends_a_listening_wait_and_its_ports_are_in_the_answer() {
     let mut f = Fixture::new();
     let (id, _) = f.exec("exec python3 -m http.server 0 --bind 127.0.0.1");

@@ -15,6 +15,7 @@ mod lifecycle;
 mod limits;
 mod names;
 mod persist;
+mod ports;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;

@@ -7,6 +7,10 @@ pub(crate) mod fs;
 pub(crate) mod input_probe;
 pub(crate) mod limits;
 #[cfg(target_os = "linux")]
+pub(crate) mod net_linux;
+#[cfg(target_os = "macos")]
+pub(crate) mod net_macos;
+#[cfg(target_os = "linux")]
 pub(crate) mod procfs;
 #[cfg(target_os = "linux")]
 pub(crate) use procfs as procs;

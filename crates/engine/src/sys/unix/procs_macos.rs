@@ -73,7 +73,7 @@ pub(crate) fn each(mut f: impl FnMut(u32, ProcInfo)) {
 
 /// The pids of every process, as libproc lists them (retried with room to spare, since the
 /// table can grow between the sizing call and the listing).
-fn all_pids() -> Vec<u32> {
+pub(crate) fn all_pids() -> Vec<u32> {
     let pid_size = std::mem::size_of::<libc::pid_t>();
     for _ in 0..3 {
         // SAFETY: with a null buffer, proc_listallpids only returns how many pids there are.

@@ -11,6 +11,7 @@ pub(crate) mod attach;
 pub(crate) mod fs;
 mod lane;
 pub(crate) mod launch;
+pub(crate) mod net;
 pub(crate) mod procs;
 pub(crate) mod pty;
 pub(crate) mod sig;

@@ -12,7 +12,7 @@ use std::os::windows::io::{AsRawHandle, OwnedHandle};
 use windows_sys::Win32::Foundation::HANDLE;
 use windows_sys::Win32::System::JobObjects::{
     JOBOBJECT_BASIC_ACCOUNTING_INFORMATION, JobObjectBasicAccountingInformation,
-    QueryInformationJobObject, TerminateJobObject,
+    JobObjectBasicProcessIdList, QueryInformationJobObject, TerminateJobObject,
 };
 
 /// The Job Object of a job and the handle of its shell (which also keeps the shell's pid from
@@ -47,6 +47,37 @@ impl Tree {
                 std::ptr::null_mut(),
             );
             ok != 0 && info.ActiveProcesses > 0
+        }
+    }
+
+    /// The pids of the tree's live processes (the Job Object's list; at most 1024).
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        /// `JOBOBJECT_BASIC_PROCESS_ID_LIST` with room for 1024 ids.
+        #[repr(C)]
+        struct List {
+            assigned: u32,
+            listed: u32,
+            ids: [usize; 1024],
+        }
+        // SAFETY: a zeroed plain-data struct, filled by the call from a valid Job Object handle;
+        // its layout is JOBOBJECT_BASIC_PROCESS_ID_LIST's with a longer id array.
+        unsafe {
+            let mut list: List = std::mem::zeroed();
+            let ok = QueryInformationJobObject(
+                self.job.as_raw_handle(),
+                JobObjectBasicProcessIdList,
+                (&raw mut list).cast(),
+                size_of::<List>() as u32,
+                std::ptr::null_mut(),
+            );
+            if ok == 0 {
+                return Vec::new();
+            }
+            let n = (list.listed as usize).min(list.ids.len());
+            list.ids[..n]
+                .iter()
+                .filter_map(|&id| u32::try_from(id).ok())
+                .collect()
         }
     }
 
