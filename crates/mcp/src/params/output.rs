@@ -45,6 +45,11 @@ pub struct Accounting {
     /// Absolute line number after the last line covered: pass it as get_job_output's
     /// `offset` to read only what comes after.
     pub next_offset: u64,
+    /// Set when lines above where this read was asked to start were redrawn since a read
+    /// showed them (a menu replaced by the next question): the read starts here instead
+    /// (= first_line), so nothing on screen is missed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewritten_from: Option<u64>,
 }
 
 impl Accounting {
@@ -59,6 +64,7 @@ impl Accounting {
             omitted_bytes: slice.omitted_bytes,
             omitted_from,
             next_offset: slice.next_offset,
+            rewritten_from: slice.rewritten_from,
         }
     }
 }
