@@ -17,6 +17,7 @@ mod persist;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;
+mod prompts;
 mod protocol;
 mod raw;
 mod schemas;
