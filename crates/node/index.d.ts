@@ -269,6 +269,9 @@ export interface ExecuteOptions {
   name?: string
 }
 
+/** How a program waiting for input reads its terminal. */
+export type InputMode = 'line' | 'raw'
+
 /** A snapshot of one job. Fields that do not apply yet are absent (`undefined`). */
 export interface JobInfo {
   /** The job's id (a UUID): pass it to every other method. */
@@ -312,11 +315,19 @@ export interface JobInfo {
    */
   waitingForInput: boolean
   /**
-   * While `waitingForInput`: whether the terminal echoes what is typed (false for a
-   * password, which then never appears in the output).
+   * While `waitingForInput`: false only for a password (line mode with echo off), which
+   * then never appears in the output.
    */
   echo?: boolean
-  /** While `waitingForInput`: the text of the line the cursor is on (the prompt). */
+  /**
+   * While `waitingForInput`: `line` (Enter sends a line) or `raw` (every key goes to the
+   * program: a menu, a REPL, an editor).
+   */
+  mode?: InputMode
+  /**
+   * While `waitingForInput`: the question on screen (the cursor's line, or the line above
+   * that asks), then a visible menu's choices, one a line.
+   */
   prompt?: string
 }
 
@@ -448,6 +459,12 @@ export interface Output {
   omittedLines: number
   /** Bytes left out of the middle of `output` to respect `maxBytes`. */
   omittedBytes: number
+  /**
+   * Set when a read from an offset at the end (the last `nextOffset`) or a tail starts
+   * earlier, here (= `firstLine`): lines above were redrawn since a read showed them (a
+   * menu replaced by the next question), so nothing on screen is missed.
+   */
+  rewrittenFrom?: number
   /** The job's status at the time of the read. */
   status: JobStatus
 }
@@ -582,10 +599,12 @@ export interface WaitResult {
   matchedLine?: string
   /** Its absolute line number (usable as `output()`'s `offset`), for `matched`. */
   lineNumber?: number
-  /** The prompt (the text of the cursor's line), for `input_wanted`. */
+  /** The question on screen (and a visible menu's choices), for `input_wanted`. */
   prompt?: string
-  /** Whether the terminal echoes what is typed, for `input_wanted` (false: a password). */
+  /** For `input_wanted`: false only for a password (line mode, echo off). */
   echo?: boolean
+  /** For `input_wanted`: `line` or `raw` (every key goes to the program). */
+  mode?: InputMode
   /**
    * True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
    * instead: call again to keep waiting.
