@@ -75,7 +75,8 @@ pub struct OutputParams {
     /// The job's UUID.
     pub job_id: String,
     /// Absolute line number to start from (0 = the job's first line). Pass the previous
-    /// call's `next_offset` to read only new lines. Default: the oldest line still held.
+    /// call's `next_offset` to read only new lines (and lines redrawn above it: see
+    /// rewritten_from). Default: the oldest line still held.
     #[serde(default)]
     pub offset: Option<u64>,
     /// Most lines to return, at least 1. Default 1000.
