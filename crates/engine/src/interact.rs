@@ -257,3 +257,25 @@ impl JobManager {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_text_ends_each_line_with_a_carriage_return() {
+        assert_eq!(typed_input("abc", true), b"abc\r");
+        assert_eq!(typed_input("a\nb\r\nc", true), b"a\rb\rc\r");
+        assert_eq!(typed_input("a\n", true), b"a\r", "one Enter, not two");
+        assert_eq!(typed_input("a\nb", false), b"a\rb");
+        assert_eq!(typed_input("", true), b"\r");
+    }
+
+    #[test]
+    fn a_paste_is_told_by_its_body() {
+        assert!(!is_paste(b"abc\r"));
+        assert!(is_paste(b"a\rb\r"));
+        assert!(is_paste(&[b'x'; PASTE_MIN]));
+        assert_eq!(strip_enter(b"ab\r"), Some(&b"ab"[..]));
+    }
+}

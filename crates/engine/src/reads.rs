@@ -209,13 +209,13 @@ impl JobManager {
             Start::Offset(offset) => offset,
             Start::Last(n) => Some(end.saturating_sub(n as u64)),
         };
-        // A read of what came since a line (a tail, or from an offset to the end) starts at a
-        // line above it that changed since a read showed it: a question redrawn in place.
+        // A caller's read that reaches the end (a tail, or from an offset with no limit short
+        // of the end) is a read of what came since its start: it starts at a line above that
+        // changed since a read showed it (a question redrawn in place), and notes what it shows.
         let since = since
             && match (start, offset) {
                 (Start::Last(_), _) => true,
-                (Start::Offset(_), Some(o)) => o.saturating_add(want) >= end,
-                (Start::Offset(_), None) => false,
+                (Start::Offset(_), o) => o.unwrap_or(dropped).saturating_add(want) >= end,
             };
         let rewritten_from = offset
             .filter(|_| since)
