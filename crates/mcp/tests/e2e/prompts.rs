@@ -325,7 +325,8 @@ async fn npm_create_vite_is_driven_to_a_project_by_answers_alone() {
         .exec_with(json!({
             "command": "npm create vite@latest",
             "cwd": dir.path(),
-            // npx's own "Ok to proceed?" is answered by the configuration, not the test.
+            // npx's own "Ok to proceed?" is answered by the configuration (a user's `.npmrc`
+            // may say `yes=false`, which cancels instead of asking).
             "env": { "npm_config_yes": "true" },
             "rows": 40,
         }))
