@@ -92,14 +92,22 @@ fn choices(rows: &[String]) -> Vec<bool> {
     choice
 }
 
-/// A row as it goes into the prompt: no frame, at most [`MAX_ROW`] bytes.
-fn tidy(row: &str) -> &str {
-    let t = bare(row);
-    let mut end = t.len().min(MAX_ROW);
-    while !t.is_char_boundary(end) {
-        end -= 1;
+/// A row as it goes into the prompt: no frame, runs of blanks (a dialog's padding before a
+/// scroll bar) shortened to two, at most [`MAX_ROW`] bytes.
+fn tidy(row: &str) -> String {
+    let mut out = String::new();
+    let mut blanks = 0;
+    for c in bare(row).chars() {
+        blanks = if c == ' ' { blanks + 1 } else { 0 };
+        if blanks > 2 {
+            continue;
+        }
+        if out.len() + c.len_utf8() > MAX_ROW {
+            break;
+        }
+        out.push(c);
     }
-    &t[..end]
+    out
 }
 
 /// Whether a row reads as a question: it ends in `:`, `?` or `›`, or holds `? `.
@@ -120,7 +128,7 @@ pub(crate) fn question(screen: &ScreenSnapshot) -> String {
     // is the question itself.
     let lone = cursor.chars().count() <= 1 && !has_letters(cursor);
     if !lone && !has_letters(cursor) {
-        return tidy(&rows[c]).to_owned();
+        return tidy(&rows[c]);
     }
     let choice = choices(rows);
     let candidate = |i: usize| has_letters(&rows[i]) && !choice[i];
@@ -140,8 +148,7 @@ pub(crate) fn question(screen: &ScreenSnapshot) -> String {
             .rev()
             .map(|r| tidy(r))
             .find(|r| !r.is_empty())
-            .unwrap_or_default()
-            .to_owned();
+            .unwrap_or_default();
     };
     // Under the question: its menu's choices (blank rows between them skipped), and down to
     // the cursor the rows of its field (a default value, a lone `>`).
@@ -169,7 +176,7 @@ pub(crate) fn question(screen: &ScreenSnapshot) -> String {
     }
     let mut body: Vec<usize> = menu.into_iter().chain(field).collect();
     body.sort_unstable();
-    let out: Vec<&str> = std::iter::once(q)
+    let out: Vec<String> = std::iter::once(q)
         .chain(body)
         .map(|i| tidy(&rows[i]))
         .collect();
@@ -263,7 +270,7 @@ mod tests {
         let rows = [
             "┌───| Fruit |───┐",
             "│ Pick a fruit  │",
-            "│ (*) apple     │",
+            "│ (*) apple          ^ │",
             "│ ( ) pear      │",
             "│               │",
             "│  < Ok >       │",
@@ -271,7 +278,7 @@ mod tests {
         ];
         assert_eq!(
             question(&screen(&rows, 2)),
-            "Pick a fruit\n(*) apple\n( ) pear"
+            "Pick a fruit\n(*) apple  ^\n( ) pear"
         );
         let mut long = vec!["? Pick:".to_owned()];
         long.extend((0..20).map(|i| format!("{} item{i}", if i == 15 { '●' } else { '○' })));
