@@ -1,8 +1,9 @@
-// The Node binding's input awareness: `waitingForInput`, `echo` and `prompt` in the job info,
+// The Node binding's input awareness: `waitingForInput`, `echo`, `mode` and `prompt` in the job info,
 // and `wait(id, { input: true })` resolving with `input_wanted` (Linux: read from /proc).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { waitUntil } from './helpers/common.mjs'
 import { manager } from './helpers/binding.mjs'
 
@@ -18,9 +19,11 @@ test('a password prompt: waitingForInput with echo false, and wait({ input: true
   assert.equal(w.reason, 'input_wanted')
   assert.equal(w.prompt, 'Password:')
   assert.equal(w.echo, false)
+  assert.equal(w.mode, 'line')
   const info = m.status(jobId)
   assert.equal(info.waitingForInput, true)
   assert.equal(info.echo, false)
+  assert.equal(info.mode, 'line')
   assert.equal(info.prompt, 'Password:')
   assert.equal(m.list().find((j) => j.jobId === jobId).waitingForInput, true)
   m.write(jobId, 'secret-word\n')
@@ -45,4 +48,22 @@ test('read -p waits with echo on; sleep never waits', { skip: !linux && 'needs L
   }
   const w = await m.wait(sleeping, { input: true, timeoutMs: 500 })
   assert.equal(w.reason, 'timeout')
+})
+
+test('a raw-mode menu: mode raw, echo true (no password); a redrawn question moves the read back', { skip: !(linux && python) && 'needs Linux and python3' }, async (t) => {
+  const m = manager(t)
+  const { jobId } = m.execute(`python3 '${fileURLToPath(new URL('./fixtures/raw_menu.py', import.meta.url))}'`)
+  const w = await m.wait(jobId, { input: true, timeoutMs: 20_000 })
+  assert.equal(w.reason, 'input_wanted')
+  assert.equal(w.mode, 'raw')
+  assert.equal(w.echo, true)
+  assert.equal(w.prompt, 'Pick one:\n> apple\npear')
+  assert.equal(m.status(jobId).mode, 'raw')
+  const seen = m.output(jobId, { offset: 0 })
+  m.write(jobId, '\r')
+  await waitUntil(() => m.screen(jobId).rows[2].startsWith('Name?'), 10_000, 'the next question')
+  const next = m.output(jobId, { offset: seen.nextOffset })
+  assert.equal(next.rewrittenFrom, 1)
+  assert.equal(next.firstLine, 1)
+  assert.equal(next.output, 'Picked: apple\nName? ')
 })

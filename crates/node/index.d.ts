@@ -267,12 +267,10 @@ export interface ExecuteOptions {
   timeoutMs?: number
   /** A short human name shown in listings. */
   name?: string
-  /**
-   * Pick a free TCP port, give it to the job as `PORT` and answer it as `info.port` (an
-   * explicit `env.PORT` is the port instead); a `listening` wait then counts only it.
-   */
-  autoPort?: boolean
 }
+
+/** How a program waiting for input reads its terminal. */
+export type InputMode = 'line' | 'raw'
 
 /** A snapshot of one job. Fields that do not apply yet are absent (`undefined`). */
 export interface JobInfo {
@@ -317,19 +315,20 @@ export interface JobInfo {
    */
   waitingForInput: boolean
   /**
-   * While `waitingForInput`: whether the terminal echoes what is typed (false for a
-   * password, which then never appears in the output).
+   * While `waitingForInput`: false only for a password (line mode with echo off), which
+   * then never appears in the output.
    */
   echo?: boolean
-  /** While `waitingForInput`: the text of the line the cursor is on (the prompt). */
-  prompt?: string
   /**
-   * While running: the TCP listeners of the job's own processes (its session's, and those
-   * that left it but carry its job marker).
+   * While `waitingForInput`: `line` (Enter sends a line) or `raw` (every key goes to the
+   * program: a menu, a REPL, an editor).
    */
-  ports: Array<Port>
-  /** The port `autoPort` picked (also the job's `PORT`). */
-  port?: number
+  mode?: InputMode
+  /**
+   * While `waitingForInput`: the question on screen (the cursor's line, or the line above
+   * that asks), then a visible menu's choices, one a line.
+   */
+  prompt?: string
 }
 
 /** A job's state. */
@@ -460,6 +459,12 @@ export interface Output {
   omittedLines: number
   /** Bytes left out of the middle of `output` to respect `maxBytes`. */
   omittedBytes: number
+  /**
+   * Set when a read from an offset at the end (the last `nextOffset`) or a tail starts
+   * earlier, here (= `firstLine`): lines above were redrawn since a read showed them (a
+   * menu replaced by the next question), so nothing on screen is missed.
+   */
+  rewrittenFrom?: number
   /** The job's status at the time of the read. */
   status: JobStatus
 }
@@ -480,30 +485,6 @@ export interface OutputOptions {
    * Default: no limit.
    */
   maxBytes?: number
-}
-
-/** A TCP listener of one of a job's processes. */
-export interface Port {
-  /** The port. */
-  port: number
-  /** The address bound (`0.0.0.0` or `::`: every address). */
-  address: string
-  /** The process that listens. */
-  pid: number
-}
-
-/** The process that holds a port a job was to listen on (`port_taken`). */
-export interface PortHolder {
-  /** Its process id. */
-  pid: number
-  /** Its command line, when readable. */
-  command?: string
-  /** Its working directory, when readable. */
-  cwd?: string
-  /** The ptyjobs job it belongs to, if any. */
-  jobId?: string
-  /** That job's name. */
-  jobName?: string
 }
 
 /**
@@ -596,24 +577,10 @@ export interface WaitOptions {
    */
   idleMs?: number
   /**
-   * End when one of the job's own processes listens on this TCP port (1..=65535), any
-   * address; when another process holds it, end at once with `port_taken` and its
-   * `holder`. Looked at every 5 ms.
+   * End when a TCP connection to this port on localhost (127.0.0.1 or ::1) succeeds
+   * (1..=65535); probed every 100 ms.
    */
   port?: number
-  /**
-   * `true`: end when the job listens on any TCP port (reason `listening`, with `ports` and
-   * `urls`: where the server ended up); with `autoPort`, only on its port.
-   */
-  listening?: boolean
-  /**
-   * End when an HTTP GET of this `http://localhost:PORT/...` URL, on a port the job listens
-   * on, answers below 500 (or `expectStatus`); redirects are not followed, each request
-   * may take 2 s (reason `http_ready`, with `httpStatus`).
-   */
-  url?: string
-  /** With `url`: the exact status that counts as ready. */
-  expectStatus?: number
   /**
    * `true`: end as soon as the job waits for input (reason `input_wanted`, with `prompt`
    * and `echo`); at once if it already does. Linux only.
@@ -622,31 +589,22 @@ export interface WaitOptions {
 }
 
 /** Which condition ended a `wait` with a condition. */
-export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'port_taken' | 'listening' | 'http_ready' | 'input_wanted' | 'timeout'
+export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'input_wanted' | 'timeout'
 
 /** What ended a `wait` with a `pattern`, `idleMs` or `port` condition, and the job then. */
 export interface WaitResult {
-  /**
-   * `exited`, `matched`, `idle`, `port_open`, `port_taken`, `listening`, `http_ready`,
-   * `input_wanted` or `timeout`.
-   */
+  /** `exited`, `matched`, `idle`, `port_open`, `input_wanted` or `timeout`. */
   reason: WaitReason
   /** The line that matched, for `matched`. */
   matchedLine?: string
   /** Its absolute line number (usable as `output()`'s `offset`), for `matched`. */
   lineNumber?: number
-  /** The prompt (the text of the cursor's line), for `input_wanted`. */
+  /** The question on screen (and a visible menu's choices), for `input_wanted`. */
   prompt?: string
-  /** Whether the terminal echoes what is typed, for `input_wanted` (false: a password). */
+  /** For `input_wanted`: false only for a password (line mode, echo off). */
   echo?: boolean
-  /** For `port_open`, `listening` and `http_ready`: the job's listeners. */
-  ports: Array<Port>
-  /** A URL per port (`http://localhost:5174/`). */
-  urls: Array<string>
-  /** For `port_taken`: the process that holds the port. */
-  holder?: PortHolder
-  /** For `http_ready`: the status the URL answered. */
-  httpStatus?: number
+  /** For `input_wanted`: `line` or `raw` (every key goes to the program). */
+  mode?: InputMode
   /**
    * True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
    * instead: call again to keep waiting.

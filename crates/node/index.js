@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.JobManager = nativeBinding.JobManager
+module.exports.InputMode = nativeBinding.InputMode
 module.exports.JobStatus = nativeBinding.JobStatus
 module.exports.KillResult = nativeBinding.KillResult
 module.exports.WaitReason = nativeBinding.WaitReason

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::job::InputWait;
+use crate::job::{InputMode, InputWait};
 use crate::sync::lock;
 use crate::terminal::ScreenSnapshot;
 
@@ -187,36 +187,29 @@ pub(crate) fn probe_if_quiet(job: &impl Probed) {
 fn probe_job(job: &impl Probed) -> Option<()> {
     let generation = job.watch().generation();
     let master = job.terminal()?;
-    let wait = probe(&master).map(|(pid, echo)| InputWait {
-        echo,
-        prompt: prompt_of(job),
+    let wait = probe(&master).map(|(pid, echo, canonical)| InputWait {
+        // A password only in line mode: a raw-mode program turns ECHO off to draw the echo
+        // itself (REPLs, menus), and what is typed there does appear.
+        echo: echo || !canonical,
+        mode: if canonical {
+            InputMode::Line
+        } else {
+            InputMode::Raw
+        },
+        prompt: prompt::question(&job.screen()),
         pid,
     });
     job.watch().publish(generation, wait);
     Some(())
 }
 
-/// The text of the cursor's row on the job's screen; when that row is blank (a question
-/// printed with a newline after it), the last non-blank row above it.
-fn prompt_of(job: &impl Probed) -> String {
-    let screen = job.screen();
-    screen
-        .rows
-        .iter()
-        .take(usize::from(screen.cursor_row) + 1)
-        .rev()
-        .map(|r| r.trim_end())
-        .find(|r| !r.is_empty())
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// The process of the terminal's foreground group that waits for input, and whether the
-/// terminal echoes; `None` when none waits (or it cannot be told).
-fn probe(master: &Master) -> Option<(u32, bool)> {
-    let (pgrp, echo) = crate::sys::pty::foreground(master)?;
-    input_probe::reader_in_group(pgrp).map(|pid| (pid, echo))
+/// The process of the terminal's foreground group that waits for input, whether the terminal
+/// echoes and whether it is in line mode; `None` when none waits (or it cannot be told).
+fn probe(master: &Master) -> Option<(u32, bool, bool)> {
+    let (pgrp, echo, canonical) = crate::sys::pty::foreground(master)?;
+    input_probe::reader_in_group(pgrp).map(|pid| (pid, echo, canonical))
 }
 
 mod pace;
+mod prompt;
 pub(crate) use pace::Pace;

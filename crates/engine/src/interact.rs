@@ -20,16 +20,46 @@ const WRITE_DEADLINE: Duration = Duration::from_secs(2);
 /// enabled bracketed paste, so an editor or REPL takes it as text rather than as keystrokes.
 const PASTE_MIN: usize = 256;
 
+/// The final Enter of `input`, as typed (`\r`) or as given (`\n`).
+fn strip_enter(input: &[u8]) -> Option<&[u8]> {
+    input
+        .strip_suffix(b"\r")
+        .or_else(|| input.strip_suffix(b"\n"))
+}
+
 fn is_paste(input: &[u8]) -> bool {
-    let body = input.strip_suffix(b"\n").unwrap_or(input);
-    body.len() >= PASTE_MIN || body.contains(&b'\n')
+    let body = strip_enter(input).unwrap_or(input);
+    body.len() >= PASTE_MIN || body.iter().any(|&b| b == b'\n' || b == b'\r')
+}
+
+/// `text` as a terminal sends it when it is typed: each line ends with Enter, a carriage
+/// return (`\r`), whether it was given as `\n` or `\r\n`; with `enter`, Enter is also pressed
+/// after the last line (unless the text already ends a line). A raw-mode program (a prompt
+/// library, a REPL) sees exactly the keys a person would press; a line-mode one gets its lines
+/// as before (the terminal turns `\r` into `\n`).
+pub fn typed_input(text: &str, enter: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 1);
+    let mut bytes = text.bytes().peekable();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\r' if bytes.peek() == Some(&b'\n') => {}
+            b'\n' => out.push(b'\r'),
+            b => out.push(b),
+        }
+    }
+    if enter && !out.ends_with(b"\r") {
+        out.push(b'\r');
+    }
+    out
 }
 
 /// What an interaction with a job produced.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Interaction {
     /// The text from the line the input went to (a prompt's line) to the end: the echo of the
-    /// input and the job's response.
+    /// input and the job's response. When the program redrew lines above that line (a menu
+    /// replaced by the next question), from the first line that changed: see
+    /// `slice.rewritten_from`.
     pub output: String,
     /// Bytes of input the terminal accepted.
     pub bytes_written: usize,
@@ -123,7 +153,9 @@ impl JobManager {
         let start = Instant::now();
         let deadline = start + wait;
         let (mark, bytes_before, paste, pressed) = {
-            let s = lock(&job.state);
+            let mut s = lock(&job.state);
+            // The screen as the caller finds it: what changes from here on is its response.
+            s.term.remember_screen();
             let paste = s.term.bracketed_paste() && is_paste(input);
             let pressed = encode_keys(keys, s.term.application_cursor())?;
             (
@@ -136,7 +168,7 @@ impl JobManager {
         let wrapped;
         let input = if paste {
             // The text goes inside the paste brackets; a final newline becomes Enter after it.
-            let (body, enter): (&[u8], &[u8]) = match input.strip_suffix(b"\n") {
+            let (body, enter): (&[u8], &[u8]) = match strip_enter(input) {
                 Some(body) => (body, b"\r"),
                 None => (input, b""),
             };
@@ -146,7 +178,8 @@ impl JobManager {
             input
         };
         let echo = if pty::echoes(&master) {
-            input.len() + input.iter().filter(|&&b| b == b'\n').count()
+            // A line-mode terminal echoes Enter as CR LF.
+            input.len() + input.iter().filter(|&&b| b == b'\n' || b == b'\r').count()
         } else {
             0
         };
@@ -180,12 +213,13 @@ impl JobManager {
                 Err(_) => {}
             }
         }
-        let s = lock(&job.state);
-        let slice = s.term.slice(Some(mark), None, s.status());
+        let mut s = lock(&job.state);
+        let status = s.status();
+        let slice = s.term.since(mark, status);
         Ok(Interaction {
             output: slice.output.clone(),
             bytes_written,
-            status: s.status(),
+            status,
             first_line: slice.first_line,
             next_offset: slice.next_offset,
             slice,
@@ -221,5 +255,27 @@ impl JobManager {
         s.size = (cols, rows);
         pty::set_size(&master, cols, rows)?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_text_ends_each_line_with_a_carriage_return() {
+        assert_eq!(typed_input("abc", true), b"abc\r");
+        assert_eq!(typed_input("a\nb\r\nc", true), b"a\rb\rc\r");
+        assert_eq!(typed_input("a\n", true), b"a\r", "one Enter, not two");
+        assert_eq!(typed_input("a\nb", false), b"a\rb");
+        assert_eq!(typed_input("", true), b"\r");
+    }
+
+    #[test]
+    fn a_paste_is_told_by_its_body() {
+        assert!(!is_paste(b"abc\r"));
+        assert!(is_paste(b"a\rb\r"));
+        assert!(is_paste(&[b'x'; PASTE_MIN]));
+        assert_eq!(strip_enter(b"ab\r"), Some(&b"ab"[..]));
     }
 }

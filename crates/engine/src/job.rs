@@ -198,13 +198,43 @@ pub struct Listener {
 /// - **Not Linux**: there is no `/proc`; `waiting_for_input` is always false.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputWait {
-    /// Whether the terminal echoes what is typed; false for passwords (the input never
-    /// appears in the output then).
+    /// False only for a password prompt: line mode with the terminal's echo off (`getpass`,
+    /// `ssh-keygen`, `sudo`), where what is typed never appears — ask your user. True in raw
+    /// mode, where the program itself draws what is typed (REPLs, menus, editors).
     pub echo: bool,
-    /// The text of the line the cursor is on (trailing blanks trimmed): the prompt, such as
-    /// `Password:` or `Continue? [y/N]`. When that line is blank (a question printed with a
-    /// newline after it), the last non-blank line above it; empty on a blank screen.
+    /// How the program reads: [`InputMode::Line`] (the terminal collects a line, Enter sends
+    /// it) or [`InputMode::Raw`] (every key goes to the program at once).
+    #[serde(default)]
+    pub mode: InputMode,
+    /// The question on screen: the cursor's line (trailing blanks trimmed), such as
+    /// `Password:` or `Continue? [y/N]`. When that line is blank or holds nothing but box
+    /// drawing or a lone `>`/`?`, the nearest line above that holds letters (and is not a
+    /// menu choice), then the cursor's line if it is not blank; a visible menu's choices
+    /// follow it, one a line (a few at most). Empty on a blank screen.
     pub prompt: String,
     /// The process that waits (a member of the terminal's foreground process group).
     pub pid: u32,
+}
+
+/// How a program waiting for input reads its terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputMode {
+    /// Canonical mode (`ICANON` on): the terminal edits a line and hands it over at Enter
+    /// (shell `read`, `input()`, `git add -p`, password prompts).
+    #[default]
+    Line,
+    /// `ICANON` off: the program gets every key as it is pressed and draws the echo itself
+    /// (REPLs with line editing, select menus, prompt libraries, full-screen programs).
+    Raw,
+}
+
+impl InputMode {
+    /// The wire name: `line` or `raw`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Line => "line",
+            Self::Raw => "raw",
+        }
+    }
 }

@@ -44,6 +44,11 @@ pub struct OutputSlice {
     /// Absolute number of the first line (or of the line whose middle) was cut out by
     /// [`Self::fit`]: read the gap with `offset = omitted_from`, `limit = omitted_lines`.
     pub omitted_from: Option<u64>,
+    /// Set when a read of what came since a line (an offset at or past the end, a tail, an
+    /// interaction) starts earlier: at this line, the first one above that changed since a
+    /// read showed it (a question redrawn in place), or the end when lines were erased.
+    /// `first_line` equals it then.
+    pub rewritten_from: Option<u64>,
     /// The job's status at the time of the read.
     pub status: JobStatus,
 }
@@ -147,6 +152,7 @@ mod tests {
             omitted_lines: 0,
             omitted_bytes: 0,
             omitted_from: None,
+            rewritten_from: None,
             status: JobStatus::Running,
         }
     }

@@ -85,12 +85,18 @@ impl JobManager {
         offset: Option<u64>,
         limit: Option<usize>,
     ) -> Result<OutputSlice> {
-        self.read(id, Start::Offset(offset), limit, usize::MAX)
+        self.read(id, Start::Offset(offset), limit, usize::MAX, false)
     }
 
     /// [`Self::output`] within `max_bytes` of text: a range that does not fit keeps its head
     /// and tail lines around a marker line, and `omitted_lines` / `omitted_bytes` /
     /// `omitted_from` say what was left out. Only what is kept is read or copied.
+    ///
+    /// This is a caller's read of a live job: one from an offset that reaches the end (the
+    /// last `next_offset`) starts at the first line above the offset whose text changed since
+    /// a read of this kind (or an interaction) showed it — a question redrawn in place — and
+    /// says so in `rewritten_from`; what it shows of lines still on screen is noted for the
+    /// next. [`Self::output`] neither moves nor notes (streams of final lines use it).
     ///
     /// # Errors
     /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
@@ -101,7 +107,7 @@ impl JobManager {
         limit: Option<usize>,
         max_bytes: usize,
     ) -> Result<OutputSlice> {
-        self.read(id, Start::Offset(offset), limit, max_bytes)
+        self.read(id, Start::Offset(offset), limit, max_bytes, true)
     }
 
     /// The last `lines` lines of the clean transcript.
@@ -109,15 +115,16 @@ impl JobManager {
     /// # Errors
     /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
     pub fn tail(&self, id: JobId, lines: usize) -> Result<OutputSlice> {
-        self.read(id, Start::Last(lines), None, usize::MAX)
+        self.read(id, Start::Last(lines), None, usize::MAX, false)
     }
 
-    /// The last `lines` lines within `max_bytes` of text (see [`Self::output_within`]).
+    /// The last `lines` lines within `max_bytes` of text (see [`Self::output_within`]; a tail
+    /// moves back and notes as a read to the end does).
     ///
     /// # Errors
     /// [`Error::JobNotFound`]; [`Error::Io`] when a disk log cannot be read.
     pub fn tail_within(&self, id: JobId, lines: usize, max_bytes: usize) -> Result<OutputSlice> {
-        self.read(id, Start::Last(lines), None, max_bytes)
+        self.read(id, Start::Last(lines), None, max_bytes, true)
     }
 
     /// The one read of a transcript: planned where the job's lines are (see [`Self::locate`]),
@@ -130,10 +137,11 @@ impl JobManager {
         start: Start,
         limit: Option<usize>,
         max_bytes: usize,
+        since: bool,
     ) -> Result<OutputSlice> {
         let found = self.inner.find(id)?;
         let plan = self
-            .locate(&found, start, limit)?
+            .locate(&found, start, limit, since)?
             .map_held(|held| held.capture(max_bytes.saturating_add(1)));
         match &self.inner.store {
             Some(store) => store.read_plan(id, plan, max_bytes),
@@ -158,7 +166,7 @@ impl JobManager {
         f: &mut dyn FnMut(u64, &str) -> ControlFlow<()>,
     ) -> Result<Plan<()>> {
         let found = self.inner.find(id)?;
-        let mut plan = self.locate(&found, start, None)?;
+        let mut plan = self.locate(&found, start, None, false)?;
         if plan.disk_to > plan.first {
             plan.held.unlock();
             let store = self.stored_in()?;
@@ -178,9 +186,10 @@ impl JobManager {
         found: &'a Found,
         start: Start,
         limit: Option<usize>,
+        since: bool,
     ) -> Result<Plan<Held<'a>>> {
         Ok(match found {
-            Found::Live(job) => self.live_plan(job, start, limit),
+            Found::Live(job) => self.live_plan(job, start, limit, since),
             Found::Stored(job) => self
                 .stored_in()?
                 .plan(job, start, limit)?
@@ -190,9 +199,19 @@ impl JobManager {
 
     /// Plans a read of a job in memory, under its lock (kept in the plan's [`Held::Memory`]).
     /// The log's line count is read, never flushed: its writer flushes as lines become final.
-    fn live_plan<'a>(&self, job: &'a Job, start: Start, limit: Option<usize>) -> Plan<Held<'a>> {
+    ///
+    /// With `since` (a caller's read, see [`Self::output_within`]), a read to the end moves back
+    /// to a line above its start that changed since a read showed it, and notes what it shows
+    /// (see [`crate::OutputSlice::rewritten_from`]).
+    fn live_plan<'a>(
+        &self,
+        job: &'a Job,
+        start: Start,
+        limit: Option<usize>,
+        since: bool,
+    ) -> Plan<Held<'a>> {
         let want = limit.map_or(u64::MAX, |l| l as u64);
-        let s = lock(&job.state);
+        let mut s = lock(&job.state);
         let on_disk = s.log.as_ref().map_or(0, crate::store::LogWriter::lines);
         // An empty read at the end: the counts, nothing copied.
         let meta = s.term.slice(Some(u64::MAX), Some(0), s.status());
@@ -201,6 +220,18 @@ impl JobManager {
             Start::Offset(offset) => offset,
             Start::Last(n) => Some(end.saturating_sub(n as u64)),
         };
+        // A caller's read that reaches the end (a tail, or from an offset with no limit short
+        // of the end) is a read of what came since its start: it starts at a line above that
+        // changed since a read showed it (a question redrawn in place), and notes what it shows.
+        let since = since
+            && match (start, offset) {
+                (Start::Last(_), _) => true,
+                (Start::Offset(_), o) => o.unwrap_or(dropped).saturating_add(want) >= end,
+            };
+        let rewritten_from = offset
+            .filter(|_| since)
+            .and_then(|o| s.term.rewritten_before(o));
+        let offset = rewritten_from.or(offset);
         let requested = offset.unwrap_or(dropped).min(end);
         let from_disk = self.inner.store.is_some()
             && offset.is_some()
@@ -221,6 +252,9 @@ impl JobManager {
             (from, from, from)
         };
         let mem_to = end.min(first.saturating_add(want)).max(mem_from);
+        if since {
+            s.term.remember(mem_from, mem_to);
+        }
         let status = s.status();
         Plan {
             requested,
@@ -237,6 +271,7 @@ impl JobManager {
             dropped_lines: dropped,
             final_lines: meta.final_lines,
             status,
+            rewritten_from,
         }
     }
 

@@ -36,6 +36,7 @@ mod formatted;
 mod parse;
 mod replies;
 mod scan;
+mod shown;
 mod wide;
 
 use capture::Capture;
@@ -98,6 +99,8 @@ pub struct Terminal {
     /// its grid (32 bytes a cell, ~150 KB at 120×40) is allocated by the first output. A job
     /// that never prints (a server started in the background, `sleep`) costs little.
     unborn: Option<(u16, u16)>,
+    /// What reads showed of the lines that may still change (see [`shown`]).
+    shown: shown::Shown,
 }
 
 impl std::fmt::Debug for Terminal {
@@ -127,6 +130,7 @@ impl Terminal {
             unusual_modes: (false, false),
             frozen: None,
             unborn: Some((cols, rows)),
+            shown: shown::Shown::default(),
         }
     }
 
@@ -372,6 +376,7 @@ impl Terminal {
             omitted_lines: 0,
             omitted_bytes: 0,
             omitted_from: None,
+            rewritten_from: None,
             status,
         }
     }
@@ -451,3 +456,6 @@ mod tests;
 
 #[cfg(test)]
 mod fast_tests;
+
+#[cfg(test)]
+mod shown_tests;

@@ -475,7 +475,7 @@ impl JobManager {
             capped: capped && reason == WaitReason::Timeout,
             waited_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
             info: self.status(id)?,
-            tail: self.tail(id, TAIL_LINES)?,
+            tail: self.tail_within(id, TAIL_LINES, usize::MAX)?,
         })
     }
 

@@ -78,6 +78,25 @@ impl From<engine::JobStatus> for JobStatus {
     }
 }
 
+/// How a program waiting for input reads its terminal.
+#[napi(string_enum = "lowercase")]
+#[derive(Debug, PartialEq, Eq)]
+pub enum InputMode {
+    /// Canonical mode: the terminal edits a line and hands it over at Enter.
+    Line,
+    /// Every key goes to the program at once, which draws the echo itself (REPLs, menus).
+    Raw,
+}
+
+impl From<engine::InputMode> for InputMode {
+    fn from(m: engine::InputMode) -> Self {
+        match m {
+            engine::InputMode::Line => Self::Line,
+            engine::InputMode::Raw => Self::Raw,
+        }
+    }
+}
+
 /// What `kill` ended in.
 #[napi(string_enum = "snake_case")]
 #[derive(Debug, PartialEq, Eq)]
@@ -160,10 +179,14 @@ pub struct JobInfo {
     /// terminal and its output has been quiet for a moment (a `Password:` or `[y/N]` prompt,
     /// a REPL). Linux only (always false elsewhere); see docs/TERMINAL.md for when it can be wrong.
     pub waiting_for_input: bool,
-    /// While `waitingForInput`: whether the terminal echoes what is typed (false for a
-    /// password, which then never appears in the output).
+    /// While `waitingForInput`: false only for a password (line mode with echo off), which
+    /// then never appears in the output.
     pub echo: Option<bool>,
-    /// While `waitingForInput`: the text of the line the cursor is on (the prompt).
+    /// While `waitingForInput`: `line` (Enter sends a line) or `raw` (every key goes to the
+    /// program: a menu, a REPL, an editor).
+    pub mode: Option<InputMode>,
+    /// While `waitingForInput`: the question on screen (the cursor's line, or the line above
+    /// that asks), then a visible menu's choices, one a line.
     pub prompt: Option<String>,
     /// The job this one replaced, when `restart` started it.
     pub replaces: Option<String>,
@@ -255,6 +278,7 @@ impl From<engine::JobInfo> for JobInfo {
             this_server: i.this_server,
             waiting_for_input: i.input.is_some(),
             echo: i.input.as_ref().map(|w| w.echo),
+            mode: i.input.as_ref().map(|w| w.mode.into()),
             prompt: i.input.map(|w| w.prompt),
             replaces: i.replaces.map(|r| r.to_string()),
             reused: None,
@@ -294,6 +318,10 @@ pub struct Output {
     pub omitted_lines: f64,
     /// Bytes left out of the middle of `output` to respect `maxBytes`.
     pub omitted_bytes: f64,
+    /// Set when a read from an offset at the end (the last `nextOffset`) or a tail starts
+    /// earlier, here (= `firstLine`): lines above were redrawn since a read showed them (a
+    /// menu replaced by the next question), so nothing on screen is missed.
+    pub rewritten_from: Option<f64>,
     /// The job's status at the time of the read.
     pub status: JobStatus,
 }
@@ -312,6 +340,7 @@ impl From<engine::OutputSlice> for Output {
             bytes: num(s.bytes),
             omitted_lines: num(s.omitted_lines),
             omitted_bytes: num(s.omitted_bytes),
+            rewritten_from: s.rewritten_from.map(num),
             status: s.status.into(),
         }
     }
@@ -327,9 +356,9 @@ pub struct WaitResult {
     pub matched_line: Option<String>,
     /// Its absolute line number (usable as `output()`'s `offset`), for `matched`.
     pub line_number: Option<f64>,
-    /// The prompt (the text of the cursor's line), for `input_wanted`.
+    /// The question on screen (and a visible menu's choices), for `input_wanted`.
     pub prompt: Option<String>,
-    /// Whether the terminal echoes what is typed, for `input_wanted` (false: a password).
+    /// For `input_wanted`: false only for a password (line mode, echo off).
     pub echo: Option<bool>,
     /// For `port_open`, `listening` and `http_ready`: the job's listeners.
     pub ports: Vec<Port>,
@@ -339,6 +368,8 @@ pub struct WaitResult {
     pub holder: Option<PortHolder>,
     /// For `http_ready`: the status the URL answered.
     pub http_status: Option<u32>,
+    /// For `input_wanted`: `line` or `raw` (every key goes to the program).
+    pub mode: Option<InputMode>,
     /// True when the requested `timeoutMs` was longer than `maxWaitMs`, which ended the wait
     /// instead: call again to keep waiting.
     pub capped: bool,
@@ -357,11 +388,12 @@ impl From<engine::WaitOutcome> for WaitResult {
             matched_line: w.matched_line,
             line_number: w.line_number.map(num),
             prompt: w.input.as_ref().map(|i| i.prompt.clone()),
-            echo: w.input.map(|i| i.echo),
             ports: ports(w.ports),
             urls: w.urls,
             holder: w.holder.map(PortHolder::from),
             http_status: w.http_status.map(u32::from),
+            echo: w.input.as_ref().map(|i| i.echo),
+            mode: w.input.map(|i| i.mode.into()),
             capped: w.capped,
             waited_ms: num(w.waited_ms),
             info: w.info.into(),

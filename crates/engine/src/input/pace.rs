@@ -49,6 +49,7 @@ mod tests {
     fn waiting(prompt: &str) -> Option<InputWait> {
         Some(InputWait {
             echo: true,
+            mode: crate::job::InputMode::Line,
             prompt: prompt.into(),
             pid: 42,
         })

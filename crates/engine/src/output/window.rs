@@ -190,6 +190,8 @@ pub(crate) struct Plan<H = Captured> {
     pub(crate) final_lines: u64,
     /// The job's status at the moment of the plan.
     pub(crate) status: crate::job::JobStatus,
+    /// Where a "since" read moved back to (see [`super::OutputSlice::rewritten_from`]).
+    pub(crate) rewritten_from: Option<u64>,
 }
 
 impl<H> Plan<H> {
@@ -206,6 +208,7 @@ impl<H> Plan<H> {
             dropped_lines: self.dropped_lines,
             final_lines: self.final_lines,
             status: self.status,
+            rewritten_from: self.rewritten_from,
         }
     }
 }
@@ -228,6 +231,7 @@ impl Plan {
             omitted_lines: window.omitted_lines,
             omitted_bytes: window.omitted_bytes,
             omitted_from: window.omitted_from,
+            rewritten_from: self.rewritten_from,
             status: self.status,
         }
     }

@@ -166,6 +166,7 @@ impl Store {
                 log_lines
             },
             status: job.record.status,
+            rewritten_from: None,
         })
     }
 

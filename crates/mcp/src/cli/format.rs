@@ -118,10 +118,18 @@ pub(crate) fn json_safe(json: &str) -> String {
 }
 
 /// A wait for input for people: `waiting for input: "Name? "`, with `(echo off)` when what is
-/// typed is not shown (a password).
+/// typed is not shown (a password) and `(raw)` when every key goes to the program (a menu, a
+/// REPL).
 pub(crate) fn waiting(wait: &ptyjobs_engine::InputWait) -> String {
     let echo = if wait.echo { "" } else { " (echo off)" };
-    format!("waiting for input{echo}: \"{}\"", one_line(&wait.prompt))
+    let raw = match wait.mode {
+        ptyjobs_engine::InputMode::Raw => " (raw)",
+        ptyjobs_engine::InputMode::Line => "",
+    };
+    format!(
+        "waiting for input{echo}{raw}: \"{}\"",
+        one_line(&wait.prompt)
+    )
 }
 
 /// The columns `s` takes on a terminal: two for a wide (CJK, most emoji) character, none for a

@@ -35,7 +35,8 @@ pub(crate) struct JobJson {
     /// Whether the disk log reached its cap (its last line then says so).
     pub log_truncated: bool,
     /// Set while the running job waits for input: `echo` (false while a password is typed),
-    /// `prompt` (the text before the cursor) and `pid` (the process that waits). As its server
+    /// `mode` (`line` or `raw`), `prompt` (the question on screen) and `pid` (the process that
+    /// waits). As its server
     /// last wrote it: at most about a second behind the job.
     pub input: Option<InputWait>,
     /// The TCP listeners of the job's processes while it runs (`address`, `port`, `pid`).

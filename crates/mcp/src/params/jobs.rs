@@ -148,13 +148,19 @@ pub struct StatusResult {
     /// terminal and it has printed nothing for a moment (a prompt such as `Password:`,
     /// `[y/N]`, a REPL). Answer with interact_with_job or send_keys.
     pub waiting_for_input: bool,
-    /// Only while waiting_for_input: whether the terminal echoes what is typed. false means a
-    /// password or secret is asked for: ask the user rather than guess, and the answer will
-    /// not appear in the output.
+    /// Only while waiting_for_input: false means a password or secret is asked for (line
+    /// mode, echo off): ask the user rather than guess; the answer will not appear in the
+    /// output.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub echo: Option<bool>,
-    /// Only while waiting_for_input: the text of the line the cursor is on (the prompt).
+    /// Only while waiting_for_input: `line` (Enter sends a line) or `raw` (every key goes to
+    /// the program: a menu, REPL or editor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub mode: Option<&'static str>,
+    /// Only while waiting_for_input: the question on screen (the cursor's line, or the line
+    /// above that asks), then a visible menu's choices, one a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub prompt: Option<String>,
@@ -184,6 +190,7 @@ impl From<JobInfo> for StatusResult {
             this_server: j.this_server,
             waiting_for_input: j.input.is_some(),
             echo: j.input.as_ref().map(|w| w.echo),
+            mode: j.input.as_ref().map(|w| w.mode.as_str()),
             prompt: j.input.map(|w| w.prompt),
             ports: ports(j.ports),
             port: j.port,
@@ -218,13 +225,19 @@ pub struct JobSummary {
     /// terminal and it has printed nothing for a moment (a prompt such as `Password:`,
     /// `[y/N]`, a REPL). Answer with interact_with_job or send_keys.
     pub waiting_for_input: bool,
-    /// Only while waiting_for_input: whether the terminal echoes what is typed. false means a
-    /// password or secret is asked for: ask the user rather than guess, and the answer will
-    /// not appear in the output.
+    /// Only while waiting_for_input: false means a password or secret is asked for (line
+    /// mode, echo off): ask the user rather than guess; the answer will not appear in the
+    /// output.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub echo: Option<bool>,
-    /// Only while waiting_for_input: the text of the line the cursor is on (the prompt).
+    /// Only while waiting_for_input: `line` (Enter sends a line) or `raw` (every key goes to
+    /// the program: a menu, REPL or editor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub mode: Option<&'static str>,
+    /// Only while waiting_for_input: the question on screen (the cursor's line, or the line
+    /// above that asks), then a visible menu's choices, one a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub prompt: Option<String>,
@@ -246,6 +259,7 @@ impl From<JobInfo> for JobSummary {
             this_server: j.this_server,
             waiting_for_input: j.input.is_some(),
             echo: j.input.as_ref().map(|w| w.echo),
+            mode: j.input.as_ref().map(|w| w.mode.as_str()),
             prompt: j.input.map(|w| w.prompt),
             ports: ports(j.ports),
         }

@@ -45,6 +45,11 @@ pub struct Accounting {
     /// Absolute line number after the last line covered: pass it as get_job_output's
     /// `offset` to read only what comes after.
     pub next_offset: u64,
+    /// Set when lines above where this read was asked to start were redrawn since a read
+    /// showed them (a menu replaced by the next question): the read starts here instead
+    /// (= first_line), so nothing on screen is missed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewritten_from: Option<u64>,
 }
 
 impl Accounting {
@@ -59,6 +64,7 @@ impl Accounting {
             omitted_bytes: slice.omitted_bytes,
             omitted_from,
             next_offset: slice.next_offset,
+            rewritten_from: slice.rewritten_from,
         }
     }
 }
@@ -69,7 +75,8 @@ pub struct OutputParams {
     /// The job's UUID or name.
     pub job_id: String,
     /// Absolute line number to start from (0 = the job's first line). Pass the previous
-    /// call's `next_offset` to read only new lines. Default: the oldest line still held.
+    /// call's `next_offset` to read only new lines (and lines redrawn above it: see
+    /// rewritten_from). Default: the oldest line still held.
     #[serde(default)]
     pub offset: Option<u64>,
     /// Most lines to return, at least 1. Default 1000.

@@ -17,9 +17,8 @@ pub const MAX_WAIT_MS: u64 = 60_000;
 pub struct InteractParams {
     /// The job's UUID or name.
     pub job_id: String,
-    /// Text to type into the job's terminal. A newline (Enter) is appended unless the text
-    /// already ends with one or `raw` is true. Multi-line or long text is sent as a bracketed
-    /// paste when the program asked for it. May be omitted when `keys` is given.
+    /// Text to type. Each line ends with Enter (CR, as a terminal sends), also the last unless
+    /// `raw`. Multi-line or long text is a bracketed paste where the program enabled it.
     #[serde(default)]
     pub input: Option<String>,
     /// Named keys and chords, pressed in order after `input`: `Enter`, `Tab`, `Escape`,
@@ -28,7 +27,7 @@ pub struct InteractParams {
     /// (Alt-x), `C-Up`. Example: `["C-c"]` interrupts the running program.
     #[serde(default)]
     pub keys: Option<Vec<String>>,
-    /// Send `input` exactly as given, without appending a newline. Default false.
+    /// Send `input` bytes exactly as given: no Enter, newlines kept. Default false.
     #[serde(default)]
     pub raw: Option<bool>,
     /// Longest time to wait for the response, in ms (max 60000). Default 5000. The call returns
@@ -41,7 +40,7 @@ pub struct InteractParams {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct InteractResult {
     /// What the terminal showed from the prompt's line on: the echoed input and the job's
-    /// response (clean text).
+    /// response (clean text); from `rewritten_from` when lines above were redrawn.
     pub output: String,
     /// Bytes of input (text and keys) the job's terminal accepted.
     pub bytes_written: usize,

@@ -101,12 +101,13 @@ pub struct WaitResult {
     /// Absolute line number of matched_line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_number: Option<u64>,
-    /// For input_wanted: the text of the line the cursor is on (the prompt, e.g. `Password:`).
+    /// For input_wanted: the question on screen (e.g. `Password:`), then a visible menu's
+    /// choices, one a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub prompt: Option<String>,
-    /// For input_wanted: whether the terminal echoes what is typed; false for a password or
-    /// secret (ask the user for it; it will not appear in the output).
+    /// For input_wanted: false for a password or secret (line mode, echo off): ask the user
+    /// for it; it will not appear in the output.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
     pub echo: Option<bool>,
@@ -122,6 +123,10 @@ pub struct WaitResult {
     /// For http_ready: the status the URL answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// For input_wanted: `line` (Enter sends a line) or `raw` (every key goes to the program).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub mode: Option<&'static str>,
     /// True when the wait stopped at the server's cap rather than at `timeout_secs`: call
     /// wait_for_job again to keep waiting.
     pub capped: bool,
@@ -170,6 +175,7 @@ impl From<WaitOutcome> for WaitResult {
             matched_line: w.matched_line.map(|l| shorten(l, WAIT_LINE_BYTES)),
             line_number: w.line_number,
             echo: w.input.as_ref().map(|i| i.echo),
+            mode: w.input.as_ref().map(|i| i.mode.as_str()),
             prompt: w.input.map(|i| shorten(i.prompt, WAIT_LINE_BYTES)),
             ports: ports(w.ports),
             urls: w.urls,

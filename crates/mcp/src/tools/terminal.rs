@@ -13,11 +13,12 @@ use crate::server::Server;
 #[tool_router(router = terminal_tools, vis = "pub(crate)")]
 impl Server {
     /// Type into a running job (answer a prompt, send a REPL command, press keys) and return
-    /// what the job printed in response. `input` is text (a newline is appended unless `raw`
-    /// is true); `keys` are named keys pressed after it. Returns as soon as the response is
-    /// complete (output went quiet or the job exited), at most after `wait_ms`. Examples:
-    /// `{"job_id": ..., "input": "yes"}`, `{"job_id": ..., "keys": ["C-c"]}`,
-    /// `{"job_id": ..., "keys": ["Down", "Down", "Enter"]}`.
+    /// what the job printed in response. `input` is text, each line ended with Enter (CR) as
+    /// a terminal sends it; `keys` are named keys pressed after it. Returns as soon as the
+    /// response is complete (output went quiet or the job exited), at most after `wait_ms`;
+    /// lines redrawn above (a menu replaced by the next question) are included
+    /// (`rewritten_from`). Examples: `{"job_id": ..., "input": "yes"}`,
+    /// `{"job_id": ..., "keys": ["Down", "Enter"]}`.
     #[tool(annotations(destructive_hint = true, open_world_hint = true))]
     async fn interact_with_job(
         &self,
@@ -27,12 +28,8 @@ impl Server {
         let keys = p.keys.unwrap_or_default();
         let wait = Duration::from_millis(p.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
         let input = match p.input {
-            Some(mut input) => {
-                if !p.raw.unwrap_or(false) && !input.ends_with('\n') {
-                    input.push('\n');
-                }
-                Some(input)
-            }
+            Some(input) if p.raw.unwrap_or(false) => Some(input.into_bytes()),
+            Some(input) => Some(ptyjobs_engine::typed_input(&input, true)),
             None if keys.is_empty() => {
                 return Err(ToolError::invalid(
                     "give `input` (text to type), `keys` (e.g. [\"Enter\"] or [\"C-c\"]), or both",
@@ -41,10 +38,7 @@ impl Server {
             None => None,
         };
         let input = input.unwrap_or_default();
-        let done = self
-            .jobs()
-            .interact_with(id, input.as_bytes(), &keys, wait)
-            .await?;
+        let done = self.jobs().interact_with(id, &input, &keys, wait).await?;
         // The response as the engine read it, fitted like every other read.
         let mut slice = done.slice;
         let read = Accounting::fit(&mut slice, OUTPUT_BUDGET);

@@ -100,3 +100,19 @@ fn a_job_that_keeps_toggling_does_not_rewrite_its_record_on_every_flip() {
         "the record follows the job: {writes} writes in {watch:?}"
     );
 }
+
+#[test]
+fn a_raw_mode_reader_says_raw_and_is_no_password() {
+    let mut f = Fixture::new();
+    let (id, _) =
+        f.exec(r"stty raw -echo; printf 'Pick one: '; dd bs=1 count=1 2>/dev/null; sleep 300");
+    let status = wait_until("status to say the job waits for input", || {
+        let r = f.cli(&["status", &id]);
+        fields(&r.stdout).get("input").cloned()
+    });
+    assert_eq!(status, r#"waiting for input (raw): "Pick one:""#);
+    let r = f.cli(&["status", "--json", &id]);
+    let v: Value = serde_json::from_str(&r.stdout).expect("status --json prints JSON");
+    assert_eq!(v["input"]["mode"], "raw");
+    assert_eq!(v["input"]["echo"], true, "raw mode is not a password");
+}

@@ -33,6 +33,10 @@ async fn a_password_prompt_is_reported_awaited_and_kept_out_of_every_record() {
     assert_eq!(w["reason"], "input_wanted", "{w}");
     assert_eq!(w["prompt"], "Password:", "{w}");
     assert_eq!(w["echo"], false, "{w}");
+    assert_eq!(
+        w["mode"], "line",
+        "a password is asked for in line mode: {w}"
+    );
     assert_eq!(w["status"], "running");
 
     let st = s.status(&id).await;

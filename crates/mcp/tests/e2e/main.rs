@@ -19,6 +19,7 @@ mod ports;
 mod processes;
 #[path = "../common/procs.rs"]
 mod procs;
+mod prompts;
 mod protocol;
 mod raw;
 mod schemas;

@@ -174,14 +174,15 @@ pub(crate) fn echoes(master: &OwnedFd) -> bool {
 /// The handle writes and resizes go through: the PTY master.
 pub(crate) type Master = OwnedFd;
 
-/// The terminal's foreground process group and whether the terminal echoes input; `None` when
-/// it cannot be told.
-pub(crate) fn foreground(master: &OwnedFd) -> Option<(u32, bool)> {
-    let echo = rustix::termios::tcgetattr(master)
-        .ok()?
-        .local_modes
-        .contains(LocalModes::ECHO);
+/// The terminal's foreground process group, whether the terminal echoes input and whether it
+/// is in canonical (line) mode; `None` when it cannot be told.
+pub(crate) fn foreground(master: &OwnedFd) -> Option<(u32, bool, bool)> {
+    let modes = rustix::termios::tcgetattr(master).ok()?.local_modes;
     // No foreground group (0) is an error here.
     let pgrp = rustix::termios::tcgetpgrp(master).ok()?;
-    Some((pgrp.as_raw_nonzero().get().unsigned_abs(), echo))
+    Some((
+        pgrp.as_raw_nonzero().get().unsigned_abs(),
+        modes.contains(LocalModes::ECHO),
+        modes.contains(LocalModes::ICANON),
+    ))
 }

@@ -295,8 +295,8 @@ pub(crate) fn echoes(_master: &Master) -> bool {
     true
 }
 
-/// The foreground group and echo state: not something a pseudo console tells.
-pub(crate) fn foreground(_master: &Master) -> Option<(u32, bool)> {
+/// The foreground group, echo and line mode: not something a pseudo console tells.
+pub(crate) fn foreground(_master: &Master) -> Option<(u32, bool, bool)> {
     None
 }
 
