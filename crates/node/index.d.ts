@@ -15,8 +15,13 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  *
  * Errors are `Error`s with a stable `code`: `JOB_NOT_FOUND`, `INVALID_JOB_ID`, `NOT_RUNNING`,
  * `LIMIT_REACHED`, `SPAWN_FAILED`, `INVALID_ARGUMENT`, `MANAGER_CLOSED`, `NOT_OWNER` (a job of
- * another live process sharing the state directory), `IO_ERROR`.
+ * another live process sharing the state directory), `NAME_TAKEN` (a live job holds the name
+ * in that directory), `IO_ERROR`.
  * Async methods reject with the same errors.
+ *
+ * Every method that takes a `jobId` also takes a job's name (`execute`'s `name`): the live
+ * job with it, else the newest ended one; a name live in several directories is an
+ * `INVALID_ARGUMENT` that lists them (pass the id); an unknown one is `INVALID_JOB_ID`.
  *
  * Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
  * process that exits takes its jobs down too.
@@ -33,6 +38,25 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class JobManager {
   /**
+   * The services the project in `dir` (default: this process's working directory)
+   * describes in its `Procfile` and `.claude/launch.json`, each with the running job that
+   * runs it (same name, same directory), if any. Reading the files runs nothing.
+   *
+   * @throws `INVALID_ARGUMENT` when `dir` is not a directory or a file is malformed (the
+   * message names the file, the line or key such as `configurations[2].port`, and what is
+   * wrong).
+   */
+  services(dir?: string | undefined | null): Array<Service>
+  /**
+   * Starts the service `name` of the project in `options.cwd`: ensures its definition
+   * (a running job of that name in its directory with the same command is reused, not
+   * doubled), then, when the service has a port, waits until it listens there.
+   *
+   * Rejects with `INVALID_ARGUMENT` (an unknown name — the message lists the project's
+   * services — or a malformed file), `SPAWN_FAILED`, `LIMIT_REACHED`, `MANAGER_CLOSED`.
+   */
+  startService(name: string, options?: StartServiceOptions | undefined | null): Promise<StartedService>
+  /**
    * A manager with the given limits and defaults, persisting its jobs when `stateDir` or
    * `persist: true` says where.
    *
@@ -48,6 +72,17 @@ export declare class JobManager {
    * `SPAWN_FAILED`, `MANAGER_CLOSED`.
    */
   execute(command: string, options?: ExecuteOptions | undefined | null): JobInfo
+  /**
+   * Restarts a job (by id or name): ends every process of it (SIGTERM, the grace, SIGKILL:
+   * one that ignores SIGTERM ends too), waits until the ports it listened on are free, then
+   * starts its command in its directory with its environment, size and name (or `command`
+   * / `env` instead) as a new job, whose `replaces` is the old id. A finished job is
+   * started again. Resolves with the new job's info.
+   *
+   * Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NAME_TAKEN`,
+   * `INVALID_ARGUMENT`, `IO_ERROR` (a port still taken after 10 s), `MANAGER_CLOSED`.
+   */
+  restart(jobId: string, options?: RestartOptions | undefined | null): Promise<JobInfo>
   /**
    * A snapshot of one job (with persistence, also of a job of an earlier run or of another
    * process sharing the state directory).
@@ -265,8 +300,22 @@ export interface ExecuteOptions {
    * its status becomes `killed` with reason `timeout`.
    */
   timeoutMs?: number
-  /** A short human name shown in listings. */
+  /**
+   * A name for the job: unique among the live jobs of one working directory (across every
+   * process sharing the state directory); every method taking a job id takes it too.
+   */
   name?: string
+  /**
+   * With `name`: when a live job holds that name in that directory and runs the same
+   * command, return it (`reused: true`) instead of starting another; a different command
+   * is refused (`NAME_TAKEN`: restart it to change it).
+   */
+  ensure?: boolean
+  /**
+   * Pick a free TCP port, give it to the job as `PORT` and answer it as `info.port` (an
+   * explicit `env.PORT` is the port instead); a `listening` wait then counts only it.
+   */
+  autoPort?: boolean
 }
 
 /** How a program waiting for input reads its terminal. */
@@ -329,6 +378,17 @@ export interface JobInfo {
    * that asks), then a visible menu's choices, one a line.
    */
   prompt?: string
+  /** The job this one replaced, when `restart` started it. */
+  replaces?: string
+  /** Set (true) by `execute` with `ensure` when it returned the job already running. */
+  reused?: boolean
+  /**
+   * While running: the TCP listeners of the job's own processes (its session's, and those
+   * that left it but carry its job marker).
+   */
+  ports: Array<Port>
+  /** The port `autoPort` picked (also the job's `PORT`). */
+  port?: number
 }
 
 /** A job's state. */
@@ -487,6 +547,40 @@ export interface OutputOptions {
   maxBytes?: number
 }
 
+/** A TCP listener of one of a job's processes. */
+export interface Port {
+  /** The port. */
+  port: number
+  /** The address bound (`0.0.0.0` or `::`: every address). */
+  address: string
+  /** The process that listens. */
+  pid: number
+}
+
+/** The process that holds a port a job was to listen on (`port_taken`). */
+export interface PortHolder {
+  /** Its process id. */
+  pid: number
+  /** Its command line, when readable. */
+  command?: string
+  /** Its working directory, when readable. */
+  cwd?: string
+  /** The ptyjobs job it belongs to, if any. */
+  jobId?: string
+  /** That job's name. */
+  jobName?: string
+}
+
+/** Options of `restart(jobIdOrName, options?)`. */
+export interface RestartOptions {
+  /** A new command line. Default: the job's. */
+  command?: string
+  /** New extra environment variables. Default: the job's. */
+  env?: Record<string, string>
+  /** For a name live in several directories: which one. */
+  cwd?: string
+}
+
 /**
  * The visible screen of a job's terminal: what a person looking at it sees now (a full-screen
  * program's view included, which never enters the transcript).
@@ -542,6 +636,62 @@ export interface SearchResult {
   status: JobStatus
 }
 
+/** One service of a project's Procfile or `.claude/launch.json`. */
+export interface Service {
+  /** Its name: the job's name when it runs, and what `startService` takes. */
+  name: string
+  /**
+   * The command line it runs (launch.json: `runtimeExecutable` and `runtimeArgs`, quoted
+   * for a POSIX shell).
+   */
+  command: string
+  /** The directory it runs in (absolute). */
+  cwd: string
+  /** Its own environment variables (launch.json's `env`). */
+  env: Record<string, string>
+  /** The port it listens on when ready (launch.json's `port`): `startService` waits for it. */
+  port?: number
+  /**
+   * Whether it is given a free port as `PORT` (launch.json's `autoPort`, or a Procfile
+   * command that uses `$PORT`).
+   */
+  autoPort: boolean
+  /** The file that defines it. */
+  source: string
+  /** Where in that file: `line 2` (Procfile) or `configurations[0]` (launch.json). */
+  at: string
+  /** The running job with its name in its directory, if any. */
+  job?: JobInfo
+}
+
+/** What `startService` did. */
+export interface StartedService {
+  /** The service's definition. */
+  service: Service
+  /** The job that runs it now. */
+  job: JobInfo
+  /**
+   * True when a job of that name already ran the same command in that directory and
+   * nothing was started.
+   */
+  reused: boolean
+  /** The port the readiness wait watched, if the service has one. */
+  port?: number
+  /** How that wait ended (`port_open`, `exited`, `timeout`); absent without a port. */
+  ready?: WaitResult
+}
+
+/** Options of `startService`. */
+export interface StartServiceOptions {
+  /**
+   * The project directory (where its Procfile and `.claude/` are). Default: this
+   * process's working directory.
+   */
+  cwd?: string
+  /** Longest wait for the service's port, in milliseconds (capped by `maxWaitMs`). */
+  timeoutMs?: number
+}
+
 /** Options of `tail(jobId, lines?, options?)`. */
 export interface TailOptions {
   /** Most bytes of `output`, as in `output()`'s `maxBytes`. Default: no limit. */
@@ -577,10 +727,24 @@ export interface WaitOptions {
    */
   idleMs?: number
   /**
-   * End when a TCP connection to this port on localhost (127.0.0.1 or ::1) succeeds
-   * (1..=65535); probed every 100 ms.
+   * End when one of the job's own processes listens on this TCP port (1..=65535), any
+   * address; when another process holds it, end at once with `port_taken` and its
+   * `holder`. Looked at every 5 ms.
    */
   port?: number
+  /**
+   * `true`: end when the job listens on any TCP port (reason `listening`, with `ports` and
+   * `urls`: where the server ended up); with `autoPort`, only on its port.
+   */
+  listening?: boolean
+  /**
+   * End when an HTTP GET of this `http://localhost:PORT/...` URL, on a port the job listens
+   * on, answers below 500 (or `expectStatus`); redirects are not followed, each request
+   * may take 2 s (reason `http_ready`, with `httpStatus`).
+   */
+  url?: string
+  /** With `url`: the exact status that counts as ready. */
+  expectStatus?: number
   /**
    * `true`: end as soon as the job waits for input (reason `input_wanted`, with `prompt`
    * and `echo`); at once if it already does. Linux only.
@@ -589,11 +753,14 @@ export interface WaitOptions {
 }
 
 /** Which condition ended a `wait` with a condition. */
-export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'input_wanted' | 'timeout'
+export type WaitReason = 'exited' | 'matched' | 'idle' | 'port_open' | 'port_taken' | 'listening' | 'http_ready' | 'input_wanted' | 'timeout'
 
 /** What ended a `wait` with a `pattern`, `idleMs` or `port` condition, and the job then. */
 export interface WaitResult {
-  /** `exited`, `matched`, `idle`, `port_open`, `input_wanted` or `timeout`. */
+  /**
+   * `exited`, `matched`, `idle`, `port_open`, `port_taken`, `listening`, `http_ready`,
+   * `input_wanted` or `timeout`.
+   */
   reason: WaitReason
   /** The line that matched, for `matched`. */
   matchedLine?: string
@@ -603,6 +770,14 @@ export interface WaitResult {
   prompt?: string
   /** For `input_wanted`: false only for a password (line mode, echo off). */
   echo?: boolean
+  /** For `port_open`, `listening` and `http_ready`: the job's listeners. */
+  ports: Array<Port>
+  /** A URL per port (`http://localhost:5174/`). */
+  urls: Array<string>
+  /** For `port_taken`: the process that holds the port. */
+  holder?: PortHolder
+  /** For `http_ready`: the status the URL answered. */
+  httpStatus?: number
   /** For `input_wanted`: `line` or `raw` (every key goes to the program). */
   mode?: InputMode
   /**

@@ -12,8 +12,7 @@ use crate::budget;
 /// Input of execute_command.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ExecuteParams {
-    /// Shell command line, run as `/bin/sh -c <command>` under its own terminal: pipes, `&&`,
-    /// redirections, quotes and globs work. Runs in the background; this call returns at once.
+    /// Shell command line, run as `/bin/sh -c <command>`: pipes, `&&`, quotes, globs work.
     #[serde(default)]
     pub command: Option<String>,
     /// Instead of command: start (or reuse) this service of cwd's Procfile or .claude/launch.json.
@@ -33,8 +32,7 @@ pub struct ExecuteParams {
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000))]
     pub rows: Option<u16>,
-    /// Kill the job (TERM, then KILL after a grace period) if it runs longer than this many
-    /// seconds. Default: no limit.
+    /// Kill the job (TERM, then KILL) after this many seconds. Default: no limit.
     #[serde(default)]
     pub timeout_secs: Option<f64>,
     /// A label, e.g. `"dev"`: unique among live jobs of one cwd; other tools take it as job_id.
@@ -43,11 +41,8 @@ pub struct ExecuteParams {
     /// With name: if a live job has this name and command, answer it (`reused`); start none.
     #[serde(default)]
     pub ensure: Option<bool>,
-    /// Answer only when the job has ended, with its exit status and last lines (`outcome`):
-    /// for builds and tests, not for servers. A client with MCP tasks runs the whole job as
-    /// one cancellable task; others wait at most the server's cap (50 s) and get
-    /// `outcome.capped: true` if the job is still running (then call wait_for_job). Default
-    /// false: answer at once.
+    /// Answer when the job has ended (`outcome`: exit status, last lines); for builds and
+    /// tests. Without MCP tasks at most 50 s (`outcome.capped`: then call wait_for_job).
     #[serde(default)]
     pub wait: Option<bool>,
     /// Pick a free TCP port, give it as $PORT, answer it as `port`; `listening` waits for it.

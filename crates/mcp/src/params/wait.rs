@@ -20,8 +20,7 @@ pub struct WaitParams {
     /// Let `pattern` match lines printed before this call too. Default false.
     #[serde(default)]
     pub from_start: Option<bool>,
-    /// Return once the job has printed nothing for this many milliseconds (e.g. a REPL or
-    /// prompt waiting for input).
+    /// Return once the job has printed nothing for this many milliseconds.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub idle_ms: Option<u64>,
@@ -38,13 +37,11 @@ pub struct WaitParams {
     /// With url: the status that counts as ready.
     #[serde(default)]
     pub expect_status: Option<u16>,
-    /// Return as soon as the job waits for input (its foreground process is blocked reading
-    /// the terminal and output is quiet): reason input_wanted, with the prompt. At once if it
-    /// already waits. Default false.
+    /// Return once the job waits for input (blocked reading its terminal, output quiet), with
+    /// the prompt; at once if it already does.
     #[serde(default)]
     pub input: bool,
-    /// Longest wait in seconds. Default and maximum: the server's cap (50 s); a longer value
-    /// is capped and the result says so.
+    /// Longest wait in seconds. Default and maximum 50 (a capped wait says so).
     #[serde(default)]
     pub timeout_secs: Option<f64>,
 }

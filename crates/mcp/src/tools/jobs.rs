@@ -16,19 +16,16 @@ use crate::server::Server;
 
 #[tool_router(router = job_tools, vis = "pub(crate)")]
 impl Server {
-    /// Start a shell command as a background job under its own terminal and return its job_id
-    /// at once. Use for builds, tests, servers, watchers: anything long-running or interactive.
-    /// For servers and watchers pass `name` and `"ensure": true`: a running copy is reused, not
-    /// duplicated. E.g. `{"command": "npm run dev", "name": "dev", "ensure": true}`, then
-    /// wait_for_job `{"job_id": "dev", "port": 3000}`; restart_job restarts it. For a build or
-    /// a test run, `"wait": true` answers once the job has ended, with its exit code and last
-    /// lines. `{"service": "web"}` starts or reuses a service the project defines (list_jobs
-    /// `{"services": true}`). To be woken instead of polling, run `npx -y ptyjobs wait <id>`
-    /// in the background. Environment: the server's, plus
-    /// TERM=xterm-256color, COLORTERM=truecolor, PAGER=cat, GIT_PAGER=cat, and GIT_EDITOR,
-    /// EDITOR, VISUAL set to a command that fails at once (no editor can be used in a
-    /// background job: pass messages on the command line, e.g. `git commit -m "..."`); `env`
-    /// overrides any of them.
+    /// Start a shell command as a background job under its own terminal; answers at once
+    /// with its job_id. For servers and watchers pass `name` and `"ensure": true` (a running
+    /// copy is reused, not duplicated), e.g. `{"command": "npm run dev", "name": "dev",
+    /// "ensure": true}`, then wait_for_job `{"job_id": "dev", "listening": true}`; restart_job
+    /// restarts it. For builds and tests, `"wait": true` answers once the job has ended.
+    /// `{"service": "web"}` ensures a service the project defines (list_jobs `{"services":
+    /// true}`). To be woken instead of polling, run `npx -y ptyjobs wait <id>` in the
+    /// background. The job's environment adds TERM=xterm-256color, COLORTERM=truecolor,
+    /// PAGER=cat, GIT_PAGER=cat and an EDITOR, VISUAL and GIT_EDITOR that fail at once (pass
+    /// messages on the command line: `git commit -m "..."`); `env` overrides them.
     #[tool(annotations(destructive_hint = true, open_world_hint = true))]
     async fn execute_command(
         &self,
@@ -51,7 +48,8 @@ impl Server {
                     .output,
             );
         }
-        self.answer_start(id, result, wait, &context).await
+        self.answer_start(id, result, wait.then(super::until_exit), &context)
+            .await
     }
 
     /// Get a job's status (running, completed, failed or killed), exit code, signal and timing.
@@ -163,27 +161,23 @@ impl Server {
 const REUSED_TAIL_LINES: usize = 10;
 
 impl Server {
-    /// The answer of a start (execute_command, restart_job): at once, or with `wait` once the
-    /// job has ended (capped like wait_for_job for a client without tasks).
+    /// The answer of a start (execute_command, restart_job): at once, or once `wait` ends (the
+    /// job's end, or a restart's readiness), capped like wait_for_job for a client without
+    /// tasks.
     pub(crate) async fn answer_start(
         &self,
         id: JobId,
         started: ExecuteResult,
-        wait: bool,
+        wait: Option<WaitSpec>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Json<ExecuteResult>, ToolError> {
-        if !wait {
+        let Some(spec) = wait else {
             return Ok(Json(started));
-        }
+        };
         // A client without tasks (those with tasks never get here, see server.rs): wait in
         // the call, capped like wait_for_job.
-        // "Until it exits": longer than any cap, so a capped wait says so (call wait_for_job).
-        let until_exit = WaitSpec {
-            timeout: Some(Duration::from_secs(365 * 86_400)),
-            ..WaitSpec::default()
-        };
         let progress = super::progress(context);
-        let wait = self.jobs().wait_for(id, &until_exit, progress);
+        let wait = self.jobs().wait_for(id, &spec, progress);
         tokio::select! {
             outcome = wait => Ok(Json(started.with_outcome(outcome?.into()))),
             () = context.ct.cancelled() => Err(ToolError::invalid("the wait was cancelled; the job runs on")),

@@ -12,7 +12,7 @@ mod wait;
 
 use std::time::Duration;
 
-use ptyjobs_engine::{JobId, WaitProgress};
+use ptyjobs_engine::{JobId, WaitProgress, WaitSpec};
 use rmcp::RoleServer;
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
@@ -30,6 +30,15 @@ impl crate::server::Server {
 }
 
 /// A model-supplied number of seconds.
+/// A wait until the job ends: longer than any cap, so a capped wait says so (then call
+/// wait_for_job).
+fn until_exit() -> WaitSpec {
+    WaitSpec {
+        timeout: Some(Duration::from_secs(365 * 86_400)),
+        ..WaitSpec::default()
+    }
+}
+
 fn seconds(secs: Option<f64>) -> Result<Option<Duration>, ToolError> {
     match secs {
         None => Ok(None),

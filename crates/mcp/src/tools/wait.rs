@@ -14,15 +14,14 @@ use crate::server::Server;
 
 #[tool_router(router = wait_tools, vis = "pub(crate)")]
 impl Server {
-    /// Wait server-side until the first of: the job exits; a new output line matches `pattern`;
-    /// output stays quiet for `idle_ms`; the job itself listens on `port` (held by another:
-    /// port_taken) or on any port with `listening: true` (answers ports, urls); `url` answers; with
-    /// `input: true`, the job waits for input (a prompt; reason input_wanted); `timeout_secs`
-    /// passes (at most 50 s per call; a capped wait says so, call again). Returns the reason,
-    /// the matching line, the job's status and its last lines. Examples:
-    /// `{"job_id": ..., "port": 8000}`, `{"job_id": ..., "pattern": "Tests: \\d+ passed"}`,
-    /// `{"job_id": ..., "idle_ms": 1000}`, `{"job_id": ..., "input": true}`, `{"job_id": ...}`
-    /// (until it exits). Without polling: `npx -y ptyjobs wait <id> --port N` in the background.
+    /// Wait server-side until the first of: the job exits; a new line matches `pattern`; output
+    /// is quiet for `idle_ms`; the job itself listens on `port` (port_taken if another program
+    /// holds it) or, with `listening: true`, on any port (answers ports and urls); `url`
+    /// answers; with `input: true`, it waits for input (input_wanted); `timeout_secs` passes
+    /// (at most 50 s a call: a capped wait says so, call again). Returns the reason, the
+    /// matching line, the status and last lines. E.g. `{"job_id": "dev", "listening": true}`,
+    /// `{"job_id": ..., "pattern": "Tests: \\d+ passed"}`, `{"job_id": ...}` (until it exits).
+    /// Without polling: `npx -y ptyjobs wait <id> --port N` in the background.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn wait_for_job(
         &self,

@@ -208,3 +208,39 @@ async fn two_servers_on_one_state_directory_ensure_one_job() {
         .await;
     assert!(msg.contains(ids[0]), "{msg}");
 }
+
+/// restart_job of a server on a fixed port: the old server lets go of the port, the new one
+/// takes it, and with `port` the answer comes once the new job itself listens there.
+#[tokio::test]
+async fn restart_job_with_port_answers_once_the_new_server_listens_on_it() {
+    let s = Server::start(&[]).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let (old, _) = s
+        .exec_with(json!({
+            "command": format!("exec python3 -m http.server {port} --bind 127.0.0.1"),
+            "name": "web",
+        }))
+        .await;
+    let ready = s
+        .ok(
+            "wait_for_job",
+            json!({ "job_id": "web", "port": port, "timeout_secs": 30 }),
+        )
+        .await;
+    assert_eq!(ready["reason"], "port_open", "{ready}");
+    let r = s
+        .ok("restart_job", json!({ "job_id": "web", "port": port }))
+        .await;
+    s.track(r["pid"].as_u64().unwrap() as u32);
+    assert_eq!(r["replaces"], old.as_str(), "{r}");
+    assert_eq!(r["outcome"]["reason"], "port_open", "{r}");
+    assert_eq!(r["outcome"]["ports"][0]["port"], port, "{r}");
+    assert_ne!(
+        r["outcome"]["ports"][0]["pid"], ready["ports"][0]["pid"],
+        "{r}"
+    );
+    assert_eq!(s.status(&old).await["status"], "killed");
+}
