@@ -43,7 +43,7 @@ test('wait through the launcher: the JSON line and the exit codes 0, 2 and 124',
   r = await wait(dir, ['0123abcd'])
   assert.equal(r.status, 2)
   assert.equal(r.stdout, '')
-  assert.match(r.stderr, /^ptyjobs: no job has the id or name "0123abcd"/)
+  assert.match(r.stderr, /^ptyjobs: no job id starts with "0123abcd", and no job is named "0123abcd"/)
 
   const sleeping = await start('sleep 300')
   r = await wait(dir, [sleeping, '--pattern', 'never', '--timeout', '0.3'])

@@ -50,10 +50,7 @@ fn children(pid: u32, st: &Stat, pgrp: u32) -> Vec<(u32, Stat)> {
 
 /// Every process of group `pgrp` (its leader is gone: a scan of `/proc`).
 fn scan(pgrp: u32) -> Vec<(u32, Stat)> {
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    super::procfs::pids()
         .filter_map(|pid| {
             let s = stat(&format!("/proc/{pid}/stat"))?;
             (s.pgrp == pgrp).then_some((pid, s))

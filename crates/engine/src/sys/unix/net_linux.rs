@@ -171,18 +171,8 @@ pub(crate) fn socket_inodes(pid: u32, out: &mut HashSet<u64>) {
 /// only for the rare question "who holds port N"); processes not ours to read are not seen.
 pub(crate) fn holders(inodes: &HashSet<u64>) -> Vec<u32> {
     let mut found = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return found;
-    };
     let mut held = HashSet::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in super::procfs::pids() {
         held.clear();
         socket_inodes(pid, &mut held);
         if held.iter().any(|i| inodes.contains(i)) {

@@ -123,6 +123,15 @@ fn read_small<'b>(
     (n < buf.len()).then(|| &buf[..n])
 }
 
+/// The ids of every process listed in `/proc` now (the one walk of the process table's
+/// directory; what each caller reads of a process is its own).
+pub(crate) fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+}
+
 /// Calls `f` with every process listed in `/proc` whose `stat` could be read.
 pub(crate) fn each(mut f: impl FnMut(u32, ProcInfo)) {
     let Ok(proc_dir) = openat(
@@ -133,19 +142,9 @@ pub(crate) fn each(mut f: impl FnMut(u32, ProcInfo)) {
     ) else {
         return;
     };
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return;
-    };
     let mut path = String::with_capacity(32);
     let mut buf = vec![0u8; STAT_MAX];
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in pids() {
         if let Some(stat) =
             read_small(&proc_dir, &mut path, pid, "stat", &mut buf).and_then(parse_stat)
         {
