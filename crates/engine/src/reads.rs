@@ -411,28 +411,18 @@ enum Held<'a> {
 }
 
 impl Held<'_> {
-    /// What a read within `cap` bytes needs of the lines (a saved screen's are all kept).
-    fn capture(self, cap: usize) -> Captured {
-        match self {
-            Held::Memory {
-                job,
-                state,
-                from,
-                to,
-            } => {
-                let s = state.unwrap_or_else(|| lock(&job.state));
-                Captured::capture(cap, |f| {
-                    s.term.visit_lines(from, |n, line| {
-                        if n >= to {
-                            return ControlFlow::Break(());
-                        }
-                        f(line);
-                        ControlFlow::Continue(())
-                    });
-                })
-            }
-            Held::Screen(lines) => Captured::of_lines(lines),
+    /// What a read within `cap` bytes needs of the lines (a saved screen's are all kept), taken
+    /// in one or two walks of [`Self::visit`] under one hold of the job's lock.
+    fn capture(mut self, cap: usize) -> Captured {
+        if let Held::Screen(lines) = self {
+            return Captured::of_lines(lines);
         }
+        Captured::capture(cap, |f| {
+            self.visit(0, &mut |_, line| {
+                f(line);
+                ControlFlow::Continue(())
+            });
+        })
     }
 
     /// Releases a job's lock (a no-op for a saved screen).
@@ -442,8 +432,10 @@ impl Held<'_> {
         }
     }
 
-    /// Calls `f` with each line, numbered, until it breaks; then releases a job's lock. A
-    /// saved screen's lines are numbered on from `from` (the line after the plan's disk part).
+    /// Calls `f` with each line, numbered, until it breaks. A job's lock is taken if it was
+    /// released and kept (so a second walk sees the same lines) until this is dropped or
+    /// [`Self::unlock`]ed. A saved screen's lines are numbered on from `from` (the line after
+    /// the plan's disk part); a job's lines carry their own numbers.
     fn visit(&mut self, from: u64, f: &mut dyn FnMut(u64, &str) -> ControlFlow<()>) {
         match self {
             Held::Memory {
@@ -452,7 +444,7 @@ impl Held<'_> {
                 from,
                 to,
             } => {
-                let s = state.take().unwrap_or_else(|| lock(&job.state));
+                let s = state.get_or_insert_with(|| lock(&job.state));
                 s.term.visit_lines(*from, |n, line| {
                     if n >= *to {
                         return ControlFlow::Break(());

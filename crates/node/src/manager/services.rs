@@ -2,14 +2,13 @@
 //! `.claude/launch.json` describe, listed beside their jobs and started by name.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 use napi::bindgen_prelude::{Env, PromiseRaw};
 use napi_derive::napi;
 use ptyjobs_engine as engine;
 
-use super::{JobManager, rejected, resolve};
-use crate::error::{Code, Result, err, from_engine};
+use super::JobManager;
+use crate::error::{Result, from_engine};
 use crate::types::{JobInfo, WaitResult, millis};
 
 /// One service of a project's Procfile or `.claude/launch.json`.
@@ -111,26 +110,14 @@ impl JobManager {
         name: String,
         options: Option<StartServiceOptions>,
     ) -> napi::Result<PromiseRaw<'env, StartedService>> {
-        if self.closed.load(Ordering::SeqCst) {
-            return rejected(
-                env,
-                err(
-                    Code::ManagerClosed,
-                    "this JobManager was closed: create a new one",
-                ),
-            );
-        }
         let o = options.unwrap_or_default();
-        let timeout = match o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose() {
-            Ok(t) => t,
-            Err(e) => return rejected(env, e),
-        };
-        let jobs = self.jobs.clone();
+        let args = self
+            .open()
+            .and_then(|()| o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose());
         let dir = o.cwd.map(PathBuf::from);
-        resolve(
-            env,
-            async move { jobs.start_service(&name, dir, timeout, |_| {}).await },
-            |s| StartedService {
+        self.promise(env, args, |jobs, timeout| async move {
+            let s = jobs.start_service(&name, dir, timeout, |_| {}).await?;
+            Ok(StartedService {
                 port: s.port.map(u32::from),
                 ready: s.ready.map(WaitResult::from),
                 reused: s.started.reused,
@@ -139,7 +126,7 @@ impl JobManager {
                     def: s.def,
                     job: None,
                 }),
-            },
-        )
+            })
+        })
     }
 }
