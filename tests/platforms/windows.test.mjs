@@ -121,6 +121,19 @@ async function scenario () {
   assert.match(dialogue, /^hi world$/m)
   assertClean(dialogue)
 
+  // Names are keys here too: the check and the start hold the state directory's names.lock
+  // (LockFileEx); a second ensure of the running job answers it, and every tool takes the name.
+  const pinger = { command: 'ping -n 120 127.0.0.1', name: 'pinger', ensure: true }
+  const first = structured(await client.callTool('execute_command', pinger))
+  const reused = structured(await client.callTool('execute_command', pinger))
+  assert.equal(reused.reused, true, JSON.stringify(reused))
+  assert.equal(reused.job_id, first.job_id)
+  assert.equal((await status(client, 'pinger')).job_id, first.job_id)
+  const taken = await client.callTool('execute_command', { command: 'echo other', name: 'pinger' })
+  assert.ok(taken.isError, JSON.stringify(taken))
+  const stopped = structured(await client.callTool('kill_job', { job_id: 'pinger' }))
+  assert.equal(stopped.status, 'killed', JSON.stringify(stopped))
+
   // A long runner with a child of its own (cmd → cmd → ping): kill_job ends the whole Job
   // Object, and nothing of it is left.
   const marker = `-n ${4000 + Math.floor(Math.random() * 5000)} 127.0.0.1`

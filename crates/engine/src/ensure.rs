@@ -84,6 +84,11 @@ impl JobManager {
         })
     }
 
+    /// Every known job (no ports: a lookup by name reads only names, directories, statuses).
+    fn names_known(&self) -> Vec<JobInfo> {
+        self.known().into_iter().map(|(j, _)| j).collect()
+    }
+
     /// This manager's live job that holds `name` in `dir`, but `skip`.
     fn own_holder(&self, name: &str, dir: &Path, skip: Option<JobId>) -> Option<JobInfo> {
         let jobs: Vec<_> = {
@@ -94,17 +99,24 @@ impl JobManager {
                 .cloned()
                 .collect()
         };
-        jobs.iter()
-            .map(|j| j.info())
-            .find(|j| names::holds(j, name, dir))
+        let (job, mut held) = jobs
+            .iter()
+            .map(|j| (j, j.info()))
+            .find(|(_, info)| names::holds(info, name, dir))?;
+        crate::ports::fill(std::slice::from_mut(&mut held), vec![Some(job.target())]);
+        Some(held)
     }
 
     /// The live job of the state directory (any server's) that holds `name` in `dir`, but
     /// `skip`.
     fn holder(&self, name: &str, dir: &Path, skip: Option<JobId>) -> Option<JobInfo> {
-        self.list()
+        let (mut held, target) = self
+            .known()
             .into_iter()
-            .find(|j| Some(j.id) != skip && names::holds(j, name, dir))
+            .find(|(j, _)| Some(j.id) != skip && names::holds(j, name, dir))?;
+        // Its ports, for the answer or the refusal: one job's, not a scan of every job's.
+        crate::ports::fill(std::slice::from_mut(&mut held), vec![target]);
+        Some(held)
     }
 
     /// The job a name stands for: the live job with that name (in `cwd` when given; when it is
@@ -117,7 +129,7 @@ impl JobManager {
     /// `cwd` nor ownership says which (the message lists them); [`Error::UnknownName`] when no job has it (the
     /// message lists the live names).
     pub fn resolve(&self, name: &str, cwd: Option<&Path>) -> Result<JobId> {
-        names::pick(&self.list(), name, cwd)
+        names::pick(&self.names_known(), name, cwd)
     }
 
     /// A job reference as a person or a model gives it: a job id, or a name (see
@@ -126,7 +138,7 @@ impl JobManager {
     /// # Errors
     /// As [`Self::resolve`].
     pub fn resolve_job(&self, id_or_name: &str, cwd: Option<&Path>) -> Result<JobId> {
-        names::refer(id_or_name, cwd, || self.list())
+        names::refer(id_or_name, cwd, || self.names_known())
     }
 
     /// [`Self::resolve_job`] off the async workers (a full job id is answered at once).

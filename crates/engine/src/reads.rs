@@ -46,6 +46,15 @@ impl JobManager {
     /// Every known job, newest first: this manager's, then (with a state directory) those of
     /// earlier runs and of other servers sharing it.
     pub fn list(&self) -> Vec<JobInfo> {
+        let (mut list, targets): (Vec<JobInfo>, Vec<_>) = self.known().into_iter().unzip();
+        crate::ports::fill(&mut list, targets);
+        list
+    }
+
+    /// [`Self::list`] without the ports, each job beside what proves its processes: for
+    /// lookups by name, which must not pay a process scan (a named start does it under the
+    /// names lock).
+    pub(crate) fn known(&self) -> Vec<(JobInfo, Option<crate::kill::Target>)> {
         let jobs: Vec<Arc<Job>> = {
             let t = lock(&self.inner.table);
             t.order
@@ -66,11 +75,11 @@ impl JobManager {
                 others = true;
             }
         }
-        crate::ports::fill(&mut list, targets);
+        let mut known: Vec<_> = list.into_iter().zip(targets).collect();
         if others {
-            list.sort_by_key(|j| std::cmp::Reverse(j.started));
+            known.sort_by_key(|(j, _)| std::cmp::Reverse(j.started));
         }
-        list
+        known
     }
 
     /// Lines `offset..offset+limit` of the clean transcript (absolute line numbers; `offset`

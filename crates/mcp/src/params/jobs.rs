@@ -74,6 +74,9 @@ pub struct ExecuteResult {
     /// From restart_job: the job this one replaced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
+    /// When reused: the job's TCP listeners.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<super::Port>,
     /// With `auto_port`: the port picked for the job (its $PORT).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
@@ -90,6 +93,7 @@ impl From<JobInfo> for ExecuteResult {
             reused: false,
             tail: None,
             replaces: j.replaces.map(|r| r.to_string()),
+            ports: super::ports(j.ports),
             port: j.port,
         }
     }

@@ -244,3 +244,27 @@ async fn restart_job_with_port_answers_once_the_new_server_listens_on_it() {
     );
     assert_eq!(s.status(&old).await["status"], "killed");
 }
+
+/// An ensure that finds the server running answers where it listens, as status does.
+#[tokio::test]
+async fn ensure_of_a_running_server_answers_its_ports() {
+    let s = Server::start(&[]).await;
+    let args = json!({
+        "command": "exec python3 -m http.server 0 --bind 127.0.0.1",
+        "name": "web",
+        "ensure": true,
+    });
+    let first = s.ok("execute_command", args.clone()).await;
+    s.track(first["pid"].as_u64().unwrap() as u32);
+    let ready = s
+        .ok(
+            "wait_for_job",
+            json!({ "job_id": "web", "listening": true, "timeout_secs": 30 }),
+        )
+        .await;
+    assert_eq!(ready["reason"], "listening", "{ready}");
+    let again = s.ok("execute_command", args).await;
+    assert_eq!(again["reused"], true, "{again}");
+    assert_eq!(again["job_id"], first["job_id"], "{again}");
+    assert_eq!(again["ports"], ready["ports"], "{again}");
+}
