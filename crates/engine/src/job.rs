@@ -192,6 +192,8 @@ pub struct Listener {
 /// - **Quiet readers of other things**: a process blocked reading a pipe or a socket is never
 ///   waiting for input, even if a person would call it so (`cat | sort` waits on `cat`, which
 ///   does read the terminal, and is reported).
+/// - **Busy groups**: while a process of the foreground group runs or waits for a CPU, the
+///   job is not waiting, even if another process of the group reads the terminal.
 /// - **Background groups**: only the foreground process group counts. A process of a
 ///   background group that reads the terminal is stopped by `SIGTTIN` and is not reported; a
 ///   job that made itself a new session (`setsid`) has left the terminal and is not seen.

@@ -58,10 +58,11 @@ fn scan(pgrp: u32) -> Vec<(u32, Stat)> {
         .collect()
 }
 
-/// The first process of group `pgrp` with a thread asleep waiting for its terminal. The
-/// leader is looked at first, then its descendants in the group, breadth first, each as
-/// it is found: the reader is nearly always the leader or its child, and every `/proc`
-/// read costs tens of microseconds.
+/// The first process of group `pgrp` with a thread asleep waiting for its terminal, unless
+/// a process of the group is running or runnable: then the group is working, not waiting
+/// (on a loaded machine a printer beside a reader can be kept off the CPU for longer than
+/// the quiet period). The leader is looked at first, then its descendants in the group,
+/// breadth first, each as it is found (every `/proc` read costs tens of microseconds).
 pub(crate) fn reader_in_group(pgrp: u32) -> Option<u32> {
     let mut queue: std::collections::VecDeque<(u32, Stat)> =
         match stat(&format!("/proc/{pgrp}/stat")).filter(|s| s.pgrp == pgrp) {
@@ -70,16 +71,20 @@ pub(crate) fn reader_in_group(pgrp: u32) -> Option<u32> {
         };
     let walk = queue.len() == 1;
     let mut looked = 0;
+    let mut reader = None;
     while let Some((pid, st)) = queue.pop_front() {
-        if st.tty != 0 && waits(pid, &st) {
-            return Some(pid);
+        if st.state == 'R' {
+            return None;
+        }
+        if reader.is_none() && st.tty != 0 && waits(pid, &st) {
+            reader = Some(pid);
         }
         looked += 1;
         if walk && looked < 1024 {
             queue.extend(children(pid, &st, pgrp));
         }
     }
-    None
+    reader
 }
 
 /// Whether a thread of `pid` sleeps waiting for its terminal.
