@@ -131,8 +131,8 @@ async function scenario () {
   assert.equal((await status(client, 'pinger')).job_id, first.job_id)
   const taken = await client.callTool('execute_command', { command: 'echo other', name: 'pinger' })
   assert.ok(taken.isError, JSON.stringify(taken))
-  const stopped = structured(await client.callTool('kill_job', { job_id: 'pinger' }))
-  assert.equal(stopped.status, 'killed', JSON.stringify(stopped))
+  const pingerKilled = structured(await client.callTool('kill_job', { job_id: 'pinger' }))
+  assert.equal(pingerKilled.status, 'killed', JSON.stringify(pingerKilled))
 
   // A long runner with a child of its own (cmd → cmd → ping): kill_job ends the whole Job
   // Object, and nothing of it is left.

@@ -259,12 +259,13 @@ mod tests {
             Some(r#"{"configurations": [{"name": "web", "runtimeExecutable": "b"}]}"#),
         );
         let e = load(dir.path()).expect_err("twice").to_string();
-        assert!(
-            e.contains(
-                ".claude/launch.json: configurations[0].name: service \"web\" is also defined in "
-            ),
-            "{e}"
+        // The file as the platform writes paths (`\` on Windows).
+        let launch = std::path::Path::new(".claude").join("launch.json");
+        let wanted = format!(
+            "{}: configurations[0].name: service \"web\" is also defined in ",
+            launch.display()
         );
+        assert!(e.contains(&wanted), "{e}");
         assert!(e.contains("Procfile (line 2)"), "{e}");
     }
 
