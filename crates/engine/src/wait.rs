@@ -17,6 +17,8 @@ use crate::readiness::{self, Probe, Seen, Want};
 use crate::search::{self, SearchResult};
 use crate::sync::lock;
 
+/// How often a wait on a job of another server looks at its record and listeners.
+const STORED_POLL: Duration = Duration::from_millis(100);
 /// How often progress is reported.
 const TICK: Duration = Duration::from_secs(1);
 /// Lines of tail returned with every wait.
@@ -261,17 +263,9 @@ impl JobManager {
         let start = Instant::now();
         let job = match self.inner.find(id)? {
             Found::Live(job) => job,
-            // A job of an earlier run, or another server's: only its end can be watched,
-            // through its record.
-            Found::Stored(_) => {
-                let info = self.wait(id, Some(total)).await?;
-                let reason = if info.status.is_final() {
-                    WaitReason::Exited
-                } else {
-                    WaitReason::Timeout
-                };
-                return self.outcome(id, reason, None, capped, start);
-            }
+            // A job of an earlier run, or another live server's: its end through its record,
+            // and `port` / `listening` through its processes' listeners.
+            Found::Stored(_) => return self.wait_stored(id, spec, total, capped, start).await,
         };
         let deadline = start + total;
         let mut ready = readiness(spec, &job)?;
@@ -452,6 +446,59 @@ impl JobManager {
         ports.dedup();
         out.urls = ports.into_iter().map(url_of).collect();
         Ok(out)
+    }
+
+    /// [`Self::wait_for`] of a job this manager does not run (another live server's, or an
+    /// earlier run's): its end from its record, and `port` / `listening` from the listeners of
+    /// its processes (its record proves which they are), looked at every [`STORED_POLL`].
+    /// Other conditions (pattern, idle, url, input) need the job's own server: a caller gets
+    /// its end or the timeout, as before.
+    async fn wait_stored(
+        &self,
+        id: JobId,
+        spec: &WaitSpec,
+        total: Duration,
+        capped: bool,
+        start: Instant,
+    ) -> Result<WaitOutcome> {
+        let deadline = start + total;
+        let ports_wanted = spec.listening || spec.port.is_some();
+        let reason = loop {
+            let info = self.status_async(id).await?;
+            if info.status.is_final() {
+                break WaitReason::Exited;
+            }
+            if ports_wanted {
+                let mine: Vec<_> = match spec.port {
+                    Some(port) => info
+                        .ports
+                        .iter()
+                        .filter(|l| l.port == port)
+                        .cloned()
+                        .collect(),
+                    None => info.ports.clone(),
+                };
+                if !mine.is_empty() {
+                    let reason = if spec.port.is_some() {
+                        WaitReason::PortOpen
+                    } else {
+                        WaitReason::Listening
+                    };
+                    let mut out = self.outcome(id, reason, None, capped, start)?;
+                    let mut ports: Vec<u16> = mine.iter().map(|l| l.port).collect();
+                    ports.dedup();
+                    out.urls = ports.into_iter().map(url_of).collect();
+                    out.ports = mine;
+                    return Ok(out);
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break WaitReason::Timeout;
+            }
+            tokio::time::sleep(STORED_POLL.min(deadline - now)).await;
+        };
+        self.outcome(id, reason, None, capped, start)
     }
 
     fn outcome(

@@ -338,3 +338,41 @@ async fn among_servers_sharing_a_state_directory_a_name_means_this_servers_job()
     a.shutdown().await;
     b.shutdown().await;
 }
+
+/// A server waiting on another live server's job (found by its name) sees it listen: the
+/// record proves its processes, their listeners answer `listening` and `port`.
+#[tokio::test]
+async fn a_wait_on_another_servers_job_sees_it_listen() {
+    use ptyjobs_engine::{WaitReason, WaitSpec};
+    let state = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (stored(state.path()), stored(state.path()));
+    let job = a
+        .execute(named(
+            "exec python3 -m http.server 0 --bind 127.0.0.1",
+            "web",
+            dir.path(),
+        ))
+        .unwrap();
+    let id = b.resolve_job("web", None).unwrap();
+    assert_eq!(id, job.id);
+    let spec = WaitSpec {
+        listening: true,
+        timeout: Some(Duration::from_secs(20)),
+        ..WaitSpec::default()
+    };
+    let out = b.wait_for(id, &spec, |_| {}).await.unwrap();
+    assert_eq!(out.reason, WaitReason::Listening, "{out:?}");
+    assert!(!out.info.this_server, "{out:?}");
+    let port = out.ports[0].port;
+    assert_eq!(out.urls, vec![format!("http://localhost:{port}/")]);
+    let spec = WaitSpec {
+        port: Some(port),
+        timeout: Some(Duration::from_secs(20)),
+        ..WaitSpec::default()
+    };
+    let out = b.wait_for(id, &spec, |_| {}).await.unwrap();
+    assert_eq!(out.reason, WaitReason::PortOpen, "{out:?}");
+    a.shutdown().await;
+    b.shutdown().await;
+}
