@@ -17,6 +17,13 @@ use crate::readiness::{self, Probe, Seen, Want};
 use crate::search::{self, SearchResult};
 use crate::sync::lock;
 
+/// A URL per port of `listeners` (an address family's second listener on a port adds none).
+fn urls(listeners: &[crate::Listener]) -> Vec<String> {
+    let mut ports: Vec<u16> = listeners.iter().map(|l| l.port).collect();
+    ports.dedup();
+    ports.into_iter().map(url_of).collect()
+}
+
 /// How often a wait on a job of another server looks at its record and listeners.
 const STORED_POLL: Duration = Duration::from_millis(100);
 /// How often progress is reported.
@@ -442,9 +449,7 @@ impl JobManager {
         if !done.ports.is_empty() {
             out.ports = done.ports;
         }
-        let mut ports: Vec<u16> = out.ports.iter().map(|l| l.port).collect();
-        ports.dedup();
-        out.urls = ports.into_iter().map(url_of).collect();
+        out.urls = urls(&out.ports);
         Ok(out)
     }
 
@@ -485,9 +490,7 @@ impl JobManager {
                         WaitReason::Listening
                     };
                     let mut out = self.outcome(id, reason, None, capped, start)?;
-                    let mut ports: Vec<u16> = mine.iter().map(|l| l.port).collect();
-                    ports.dedup();
-                    out.urls = ports.into_iter().map(url_of).collect();
+                    out.urls = urls(&mine);
                     out.ports = mine;
                     return Ok(out);
                 }

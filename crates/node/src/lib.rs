@@ -20,6 +20,8 @@
 
 mod error;
 mod manager;
+mod numbers;
 mod options;
+mod ports;
 mod stream;
 mod types;

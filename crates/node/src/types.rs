@@ -5,13 +5,13 @@
 //! 8601 strings in UTC with milliseconds (`2025-01-02T03:04:05.678Z`): `new Date(info.started)`
 //! parses them.
 
-use std::time::Duration;
-
 use chrono::{DateTime, SecondsFormat, Utc};
 use napi_derive::napi;
 use ptyjobs_engine as engine;
 
-use crate::error::{Result, invalid};
+pub use crate::numbers::{MAX_SAFE, count, dimension, millis, whole};
+use crate::ports::ports;
+pub use crate::ports::{Port, PortHolder};
 
 /// Which condition ended a `wait` with a condition.
 #[napi(string_enum = "snake_case")]
@@ -197,55 +197,6 @@ pub struct JobInfo {
     pub ports: Vec<Port>,
     /// The port `autoPort` picked (also the job's `PORT`).
     pub port: Option<u32>,
-}
-
-/// A TCP listener of one of a job's processes.
-#[napi(object)]
-pub struct Port {
-    /// The port.
-    pub port: u32,
-    /// The address bound (`0.0.0.0` or `::`: every address).
-    pub address: String,
-    /// The process that listens.
-    pub pid: u32,
-}
-
-fn ports(listeners: Vec<engine::Listener>) -> Vec<Port> {
-    listeners
-        .into_iter()
-        .map(|l| Port {
-            port: u32::from(l.port),
-            address: l.address.to_string(),
-            pid: l.pid,
-        })
-        .collect()
-}
-
-/// The process that holds a port a job was to listen on (`port_taken`).
-#[napi(object)]
-pub struct PortHolder {
-    /// Its process id.
-    pub pid: u32,
-    /// Its command line, when readable.
-    pub command: Option<String>,
-    /// Its working directory, when readable.
-    pub cwd: Option<String>,
-    /// The ptyjobs job it belongs to, if any.
-    pub job_id: Option<String>,
-    /// That job's name.
-    pub job_name: Option<String>,
-}
-
-impl From<engine::PortHolder> for PortHolder {
-    fn from(h: engine::PortHolder) -> Self {
-        Self {
-            pid: h.pid,
-            command: h.command,
-            cwd: h.cwd.map(|c| c.to_string_lossy().into_owned()),
-            job_id: h.job_id.map(|j| j.to_string()),
-            job_name: h.job_name,
-        }
-    }
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -485,41 +436,6 @@ impl From<engine::SearchResult> for SearchResult {
     }
 }
 
-/// A whole number in `min..=max` from a JS number, or `INVALID_ARGUMENT` naming `what`.
-#[allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    clippy::cast_precision_loss
-)]
-pub fn whole(what: &str, v: f64, min: u64, max: u64) -> Result<u64> {
-    if v.is_finite() && v.fract() == 0.0 && v >= min as f64 && v <= max as f64 {
-        Ok(v as u64)
-    } else {
-        Err(invalid(format!(
-            "{what} must be a whole number between {min} and {max}, got {v}"
-        )))
-    }
-}
-
-/// A terminal dimension (1..=1000).
-pub fn dimension(what: &str, v: f64) -> Result<u16> {
-    let n = whole(what, v, 1, 1000)?;
-    u16::try_from(n).map_err(|_| invalid(format!("{what} out of range")))
-}
-
-/// Milliseconds (0 ..= about 31 years) as a duration.
-pub fn millis(what: &str, v: f64) -> Result<Duration> {
-    Ok(Duration::from_millis(whole(what, v, 0, 1 << 50)?))
-}
-
-/// The largest whole number a JS number holds exactly.
-pub const MAX_SAFE: u64 = (1 << 53) - 1;
-
-/// A count or size (0 ..= 2^53 - 1) as a `usize`.
-pub fn count(what: &str, v: f64) -> Result<usize> {
-    Ok(usize::try_from(whole(what, v, 0, MAX_SAFE)?).unwrap_or(usize::MAX))
-}
-
 /// Fits `slice` into `max_bytes` when a budget was given.
 pub fn fitted(mut slice: engine::OutputSlice, max_bytes: Option<usize>) -> Output {
     if let Some(max) = max_bytes {
@@ -531,6 +447,8 @@ pub fn fitted(mut slice: engine::OutputSlice, max_bytes: Option<usize>) -> Outpu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
     use crate::options::{ManagerOptions, WaitOptions};
 
     #[test]
