@@ -53,31 +53,6 @@ impl Termination {
     }
 }
 
-/// The local time zone's offset in seconds east of UTC at `secs` since the epoch (Unix: `TZ`
-/// or `/etc/localtime`); `None` when unknown (Windows: times are shown in UTC).
-pub(crate) fn local_offset(secs: i64) -> Option<i32> {
-    #[cfg(unix)]
-    {
-        // The type is `time_t`, inferred from `localtime_r` (musl's libc crate deprecates the
-        // alias's name); a 32-bit one cannot hold a time after 2038: unknown then.
-        #[allow(clippy::useless_conversion)] // i64 into i64 on 64-bit targets
-        let secs = secs.try_into().ok()?;
-        // SAFETY: `tm` is plain integers and one pointer, for which null is a valid value.
-        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-        // SAFETY: both pointers are to live values; localtime_r is the thread-safe variant.
-        let r = unsafe { libc::localtime_r(&secs, &mut tm) };
-        if r.is_null() {
-            return None;
-        }
-        i32::try_from(tm.tm_gmtoff).ok()
-    }
-    #[cfg(windows)]
-    {
-        let _ = secs;
-        None
-    }
-}
-
 /// Columns of the terminal on stdout, asked of the terminal itself (Unix); `None` elsewhere.
 pub(crate) fn terminal_width() -> Option<usize> {
     #[cfg(unix)]

@@ -13,6 +13,8 @@ mod ports;
 mod procs;
 #[path = "cli/services.rs"]
 mod services;
+#[path = "cli/times.rs"]
+mod times;
 #[path = "cli/trust.rs"]
 mod trust;
 #[path = "cli/wait.rs"]

@@ -1,28 +1,19 @@
 //! Text for people: local times, durations, sizes, and fields fitted on one line.
 
-use chrono::{DateTime, FixedOffset, Offset, Utc};
+use chrono::{DateTime, Local, Utc};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-/// The local time zone's offset at `t` (from `TZ` or `/etc/localtime`); UTC when unknown.
-///
-/// Not chrono's `Local`: its `clock` feature pulls in `iana-time-zone`, which links macOS's
-/// CoreFoundation framework, and the macOS binaries are linked here without an SDK (zig).
-fn local_offset(t: DateTime<Utc>) -> FixedOffset {
-    crate::platform::local_offset(t.timestamp())
-        .and_then(FixedOffset::east_opt)
-        .unwrap_or_else(|| Utc.fix())
-}
-
-/// `t` in local time to the second, as `2026-11-22 05:31:02`.
+/// `t` in local time to the second, as `2026-11-22 05:31:02` (chrono's local time zone: `TZ`
+/// or `/etc/localtime` on Unix, the system's zone on macOS and Windows).
 pub(crate) fn local_time(t: DateTime<Utc>) -> String {
-    t.with_timezone(&local_offset(t))
+    t.with_timezone(&Local)
         .format("%Y-%m-%d %H:%M:%S")
         .to_string()
 }
 
 /// `t` in local time with its offset, as `2026-11-22 05:31:02 +01:00`.
 pub(crate) fn local_time_zoned(t: DateTime<Utc>) -> String {
-    t.with_timezone(&local_offset(t))
+    t.with_timezone(&Local)
         .format("%Y-%m-%d %H:%M:%S %:z")
         .to_string()
 }
