@@ -1,6 +1,11 @@
 //! Each job as two MCP resources, `ptyjobs://jobs/{job_id}/output` (the clean transcript) and
 //! `ptyjobs://jobs/{job_id}/screen` (the visible screen), listed while the job is known.
 //!
+//! The output resource also reads as a stream of lines: `ptyjobs://jobs/{job_id}/output?from=N`
+//! answers the job's final lines from line `N` on (the engine's `follow`, as `ptyjobs logs -f`
+//! and Node's `stream` read), and its `_meta.next` is the `from` of the next read — so a
+//! subscribed client reads only what is new after each update.
+//!
 //! A subscribed resource gets `notifications/resources/updated` when the job prints (at most
 //! [`MIN_INTERVAL`] apart, changes in between coalesced) and when it ends. The tools stay the
 //! primary interface: many clients ignore resources.
@@ -44,6 +49,27 @@ impl View {
 
 fn uri(id: JobId, view: View) -> String {
     format!("{PREFIX}{id}/{}", view.name())
+}
+
+/// Parses one of our resource URIs, with the `from` of an output stream read; anything else
+/// is a "resource not found" error.
+fn parse_from(uri: &str) -> Result<(JobId, View, Option<u64>), ErrorData> {
+    let (base, from) = match uri.split_once("?from=") {
+        Some((base, n)) if base.ends_with("/output") => (base, Some(n)),
+        _ => (uri, None),
+    };
+    let (id, view) = parse(base)?;
+    let from = from
+        .map(|n| {
+            n.parse::<u64>().map_err(|_| {
+                ErrorData::invalid_params(
+                    format!("from={n:?} in {uri:?} is not a line number"),
+                    None,
+                )
+            })
+        })
+        .transpose()?;
+    Ok((id, view, from))
 }
 
 /// Parses one of our resource URIs; anything else is a "resource not found" error.
@@ -122,20 +148,26 @@ pub fn templates() -> ListResourceTemplatesResult {
         .with_description(what.to_owned())
         .with_mime_type("text/plain")
     };
+    let mut output = t(
+        View::Output,
+        "A job's latest output as clean text (last 1000 lines, at most 64 KiB). With ?from=N: \
+         its final lines from line N on; _meta.next is the from of the next read.",
+    );
+    output.uri_template = format!("{PREFIX}{{job_id}}/output{{?from}}");
     ListResourceTemplatesResult::with_all_items(vec![
-        t(
-            View::Output,
-            "A job's latest output as clean text (last 1000 lines, at most 64 KiB).",
-        ),
+        output,
         t(View::Screen, "A job's visible terminal screen right now."),
     ])
 }
 
 /// Reads a resource as text.
 pub fn read(jobs: &JobManager, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-    let (id, view) = parse(uri)?;
+    let (id, view, from) = parse_from(uri)?;
     let gone =
         |e: ptyjobs_engine::Error| ErrorData::resource_not_found(crate::error::message(&e), None);
+    if let Some(from) = from {
+        return lines_from(jobs, id, from, uri).map_err(gone);
+    }
     let text = match view {
         View::Output => {
             // The end is what matters; tail bounds the work, fit bounds the answer.
@@ -157,6 +189,45 @@ pub fn read(jobs: &JobManager, uri: &str) -> Result<ReadResourceResult, ErrorDat
         }
     };
     Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).with_ttl_ms(0))
+}
+
+/// The job's final lines from line `from` on, as [`JobManager::follow`] hands them out (the
+/// rest once the job has ended), whole lines within [`OUTPUT_BUDGET`] (a longer first line is
+/// cut); `_meta`: `first_line` (later than `from` when older lines are no longer held), `next`
+/// (the `from` of the next read) and `ended` (nothing will follow).
+fn lines_from(
+    jobs: &JobManager,
+    id: JobId,
+    from: u64,
+    uri: &str,
+) -> Result<ReadResourceResult, ptyjobs_engine::Error> {
+    let mut follow = jobs.follow(id, Some(from))?;
+    let chunk = follow.try_next()?;
+    let (mut first, mut next, mut text) = (from, from, String::new());
+    let mut ended = follow.ended();
+    if let Some(chunk) = chunk {
+        first = chunk.first_line;
+        let mut kept = 0u64;
+        for line in chunk.text.split_inclusive('\n') {
+            if kept > 0 && text.len() + line.len() > OUTPUT_BUDGET {
+                // The rest is the next read's.
+                ended = false;
+                break;
+            }
+            text.push_str(&budget::shorten(line.to_owned(), OUTPUT_BUDGET));
+            kept += 1;
+        }
+        next = first + kept.min(chunk.line_count);
+    }
+    let mut meta = serde_json::Map::new();
+    meta.insert("first_line".into(), first.into());
+    meta.insert("next".into(), next.into());
+    meta.insert("ended".into(), ended.into());
+    let meta = rmcp::model::MetaObject(meta);
+    Ok(
+        ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_meta(meta)])
+            .with_ttl_ms(0),
+    )
 }
 
 /// The client's resource subscriptions: one notifier task per subscribed URI.

@@ -314,3 +314,81 @@ async fn resource_updates_are_throttled() {
         .await
         .expect("resources/unsubscribe");
 }
+
+/// `…/output?from=N` reads the job's final lines from N on (the engine's follow) and says in
+/// `_meta.next` where the next read starts: reads chained so see every line exactly once.
+#[tokio::test]
+async fn the_output_resource_reads_as_a_stream_of_new_lines() {
+    let s = Server::start(&[]).await;
+    let (id, _) = s
+        .exec("stty -echo; seq 1 100; read x; seq 101 150; read x")
+        .await;
+    let read = |from: u64| {
+        let uri = format!("ptyjobs://jobs/{id}/output?from={from}");
+        let s = &s;
+        async move {
+            let r = s
+                .client()
+                .read_resource(ReadResourceRequestParams::new(uri))
+                .await
+                .expect("resources/read");
+            match &r.contents[0] {
+                ResourceContents::TextResourceContents { text, meta, .. } => {
+                    let meta = meta.clone().expect("_meta").0;
+                    (text.clone(), meta)
+                }
+                other => panic!("not text: {other:?}"),
+            }
+        }
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut from = 0;
+    let mut take = |text: String, meta: serde_json::Map<String, Value>, from: &mut u64| {
+        assert_eq!(meta["first_line"].as_u64(), Some(*from), "{meta:?}");
+        let next = meta["next"].as_u64().expect("next");
+        assert_eq!(
+            next - *from,
+            text.lines().count() as u64,
+            "{text:?} {meta:?}"
+        );
+        seen.extend(text.lines().map(str::to_owned));
+        *from = next;
+        meta["ended"].as_bool().expect("ended")
+    };
+    s.wait_output(&id, "100").await;
+    // 100 lines on a 24-row screen: the ones scrolled off are final, the rest not yet.
+    let (text, meta) = wait_until("final lines", DEADLINE, || async {
+        let (t, m) = read(0).await;
+        (!t.is_empty()).then_some((t, m))
+    })
+    .await;
+    assert!(!take(text, meta, &mut from));
+    assert!(from > 50 && from < 100, "{from}");
+    // Nothing new: an empty read that stays where it is.
+    let (text, meta) = read(from).await;
+    assert_eq!((text.as_str(), meta["next"].as_u64()), ("", Some(from)));
+    s.ok("interact_with_job", json!({ "job_id": id, "input": "" }))
+        .await;
+    s.wait_output(&id, "150").await;
+    let (text, meta) = read(from).await;
+    assert!(text.starts_with(&format!("{}\n", from + 1)), "{text:?}");
+    assert!(!take(text, meta, &mut from));
+    s.ok("kill_job", json!({ "job_id": id })).await;
+    s.wait_done(&id).await;
+    let (text, meta) = read(from).await;
+    assert!(
+        take(text, meta, &mut from),
+        "the last read says the job ended"
+    );
+    let numbers: Vec<String> = (1..=150).map(|n| n.to_string()).collect();
+    seen.retain(|l| !l.is_empty());
+    assert_eq!(seen, numbers);
+    let bad = s
+        .client()
+        .read_resource(ReadResourceRequestParams::new(format!(
+            "ptyjobs://jobs/{id}/output?from=soon"
+        )))
+        .await
+        .expect_err("a from that is not a number");
+    assert!(bad.to_string().contains("not a line number"), "{bad}");
+}
