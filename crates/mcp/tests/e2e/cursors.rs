@@ -212,16 +212,23 @@ async fn names_are_listed_and_list_jobs_filters_by_status() {
     assert_eq!(s.status(&running).await["name"], "slow");
 }
 
-async fn read_text(s: &Server, uri: &str) -> String {
+/// A resource's text and its `_meta` (empty when it has none).
+async fn read_contents(s: &Server, uri: &str) -> (String, serde_json::Map<String, Value>) {
     let r = s
         .client()
         .read_resource(ReadResourceRequestParams::new(uri))
         .await
         .expect("resources/read");
     match &r.contents[0] {
-        ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        ResourceContents::TextResourceContents { text, meta, .. } => {
+            (text.clone(), meta.clone().map(|m| m.0).unwrap_or_default())
+        }
         other => panic!("not text: {other:?}"),
     }
+}
+
+async fn read_text(s: &Server, uri: &str) -> String {
+    read_contents(s, uri).await.0
 }
 
 /// Job resources: listed, readable, and subscribed clients hear about new output and the exit.
@@ -326,20 +333,7 @@ async fn the_output_resource_reads_as_a_stream_of_new_lines() {
     let read = |from: u64| {
         let uri = format!("ptyjobs://jobs/{id}/output?from={from}");
         let s = &s;
-        async move {
-            let r = s
-                .client()
-                .read_resource(ReadResourceRequestParams::new(uri))
-                .await
-                .expect("resources/read");
-            match &r.contents[0] {
-                ResourceContents::TextResourceContents { text, meta, .. } => {
-                    let meta = meta.clone().expect("_meta").0;
-                    (text.clone(), meta)
-                }
-                other => panic!("not text: {other:?}"),
-            }
-        }
+        async move { read_contents(s, &uri).await }
     };
     let mut seen: Vec<String> = Vec::new();
     let mut from = 0;
