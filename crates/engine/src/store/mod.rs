@@ -164,6 +164,9 @@ pub struct Store {
     /// Held while an upkeep runs: one at a time (a second would only repeat the first's work
     /// on another core).
     upkeep: Mutex<()>,
+    /// Set by an upkeep asked for while another runs: the running one goes round once more,
+    /// since it may have scanned before the jobs that asked for it ended.
+    upkeep_again: std::sync::atomic::AtomicBool,
 }
 
 /// Instances of stores open in this process. A process that hosts several managers (a Node
@@ -234,6 +237,7 @@ impl Store {
             indexes: Mutex::default(),
             spare: Mutex::default(),
             preparing: std::sync::atomic::AtomicBool::new(false),
+            upkeep_again: std::sync::atomic::AtomicBool::new(false),
             finals: Mutex::default(),
             settled: Mutex::default(),
             upkeep: Mutex::default(),
@@ -263,6 +267,7 @@ impl Store {
             indexes: Mutex::default(),
             spare: Mutex::default(),
             preparing: std::sync::atomic::AtomicBool::new(false),
+            upkeep_again: std::sync::atomic::AtomicBool::new(false),
             finals: Mutex::default(),
             settled: Mutex::default(),
             upkeep: Mutex::default(),

@@ -7,6 +7,7 @@
 //! holds a core for more than a few milliseconds at a time.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -58,17 +59,32 @@ impl Store {
     /// record takes over those of gone servers (`running` ones become `killed`, "server
     /// stopped"), the retention limits apply, forgotten spares go, and a spare is made ready.
     /// Blocking and sliced (see the module): call it on a blocking thread. While one runs,
-    /// another call returns at once with an empty report (the running one does the work).
+    /// another call returns at once with an empty report, and the running one goes round once
+    /// more when it is done (it may have scanned before the jobs that asked ended).
     pub fn maintain(&self) -> PruneReport {
         let _one_at_a_time = match self.upkeep.try_lock() {
             Ok(guard) => guard,
             // A panic in an earlier upkeep left nothing to protect: go on.
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return PruneReport::default(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                // The running upkeep may have scanned before the jobs that asked for this one
+                // ended: it goes round again, else they would wait for the next upkeep.
+                self.upkeep_again.store(true, Ordering::SeqCst);
+                return PruneReport::default();
+            }
         };
-        let jobs = self.scan();
-        self.take_over(&jobs);
-        let report = self.prune_scanned(&jobs);
+        let mut report = PruneReport::default();
+        loop {
+            self.upkeep_again.store(false, Ordering::SeqCst);
+            let jobs = self.scan();
+            self.take_over(&jobs);
+            let pruned = self.prune_scanned(&jobs);
+            report.removed.extend(pruned.removed);
+            report.bytes += pruned.bytes;
+            if !self.upkeep_again.load(Ordering::SeqCst) {
+                break;
+            }
+        }
         self.sweep_spares();
         self.prepare_spare();
         report
