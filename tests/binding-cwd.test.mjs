@@ -22,7 +22,7 @@ const calls = {
   screenAsync: (m, o) => m.screenAsync('web', o),
   wait: (m, o) => m.wait('web', { pattern: 'marker', fromStart: true, ...o }),
   write: (m, o) => m.write('web', 'typed-w\r', o),
-  sendKeys: (m, o) => m.sendKeys('web', ['k', 'Enter'], o),
+  sendKeys: (m, o) => m.sendKeys('web', ['Z', 'Enter'], o),
   resize: (m, o) => m.resize('web', 100, 30, o),
   onData: (m, o, seen) => m.onData('web', (d) => { seen.data += d }, o),
   onExit: (m, o, seen) => m.onExit('web', (info) => { seen.exit = info }, o),
@@ -73,7 +73,7 @@ test('every method that takes a jobId takes the cwd of a name live in several di
       case 'wait':
         assert.equal(r.matchedLine, 'marker-B', JSON.stringify(r)); break
       case 'write': case 'sendKeys': {
-        const typed = method === 'write' ? 'typed-w' : 'k'
+        const typed = method === 'write' ? 'typed-w' : 'Z'
         await waitUntil(() => m.output(inB.jobId).output.includes(typed), 10_000, `${method} reaches b`)
         assert.ok(!m.output(inA.jobId).output.includes(typed), method)
         break
@@ -115,9 +115,10 @@ test('every method that takes a jobId takes the cwd of a name live in several di
     assert.match(e.message, /no job is named "web" in .*not-there \(no such directory\)/)
     return true
   })
-  await assert.rejects(async () => m.kill('web', { cwd: b }), (e) => {
+  const empty = tempDir(t)
+  await assert.rejects(async () => m.kill('web', { cwd: empty }), (e) => {
     assert.equal(e.code, 'INVALID_JOB_ID')
-    assert.ok(e.message.includes(b) && !e.message.includes('no such directory'), e.message)
+    assert.ok(e.message.includes(empty) && !e.message.includes('no such directory'), e.message)
     return true
   })
 })

@@ -25,7 +25,9 @@ use std::process::ExitCode;
 use ptyjobs_engine::{Error, Store, StoreConfig};
 
 /// The subcommands. A job may be given by its id, any unique prefix of it (like git's), or
-/// its name (the live job with it, else the newest ended one).
+/// its name (the live job with it, else the newest ended one); `--cwd` says which directory's
+/// when the name is live in several (without it: the current directory's, else an error that
+/// lists them).
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// List the jobs of every server on the state directory, newest first.

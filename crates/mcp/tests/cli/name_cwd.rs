@@ -86,7 +86,10 @@ fn every_subcommand_that_takes_a_job_takes_the_cwd_of_its_name() {
     // The name in b is now b's ended job: attach says it is not running (a's is).
     let r = run(&["attach", "web", "--cwd", "b"]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.contains(&format!("job {in_b} is not running")), "{r:?}");
+    assert!(
+        r.stderr.contains(&format!("job {in_b} is not running")),
+        "{r:?}"
+    );
     let r = run(&["rm", "web", "--cwd", "b"]);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(r.stdout.trim(), format!("removed {in_b}"));
