@@ -21,7 +21,8 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  *
  * Every method that takes a `jobId` also takes a job's name (`execute`'s `name`): the live
  * job with it, else the newest ended one; a name live in several directories is an
- * `INVALID_ARGUMENT` that lists them (pass the id); an unknown one is `INVALID_JOB_ID`.
+ * `INVALID_ARGUMENT` that lists them (pass the id, or the job's directory as the `cwd`
+ * option, which every such method has); an unknown one is `INVALID_JOB_ID`.
  *
  * Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
  * process that exits takes its jobs down too.
@@ -89,7 +90,7 @@ export declare class JobManager {
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
    */
-  status(jobId: string): JobInfo
+  status(jobId: string, options?: NameOptions | undefined | null): JobInfo
   /**
    * Every known job, newest first (finished jobs too, up to the engine's cap). With
    * persistence, also the jobs in the state directory: earlier runs' and those of other
@@ -123,7 +124,7 @@ export declare class JobManager {
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
    */
-  screen(jobId: string): ScreenSnapshot
+  screen(jobId: string, options?: NameOptions | undefined | null): ScreenSnapshot
   /**
    * Searches the job's whole held transcript (non-destructively) for lines matching
    * `pattern`, a regular expression in Rust `regex` syntax (`(?i)error|panic`; no
@@ -141,7 +142,7 @@ export declare class JobManager {
    *
    * Rejects as `status()` throws.
    */
-  statusAsync(jobId: string): Promise<JobInfo>
+  statusAsync(jobId: string, options?: NameOptions | undefined | null): Promise<JobInfo>
   /** `list()` off the JS thread (the state directory's records are read on a worker thread). */
   listAsync(): Promise<JobInfo[]>
   /**
@@ -163,7 +164,7 @@ export declare class JobManager {
    *
    * Rejects as `screen()` throws.
    */
-  screenAsync(jobId: string): Promise<ScreenSnapshot>
+  screenAsync(jobId: string, options?: NameOptions | undefined | null): Promise<ScreenSnapshot>
   /**
    * `search()` off the JS thread: a search over a large transcript on disk takes its time
    * on a worker thread.
@@ -178,7 +179,7 @@ export declare class JobManager {
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`.
    */
-  write(jobId: string, data: string | Buffer): number
+  write(jobId: string, data: string | Buffer, options?: NameOptions): number
   /**
    * Presses named keys and chords on the job's terminal, in order, encoded as a terminal
    * would for the program's current mode (cursor keys follow application cursor mode):
@@ -190,14 +191,14 @@ export declare class JobManager {
    * Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`, `INVALID_ARGUMENT` (an
    * unknown key, named in the message; nothing is sent then).
    */
-  sendKeys(jobId: string, keys: Array<string>): Promise<number>
+  sendKeys(jobId: string, keys: Array<string>, options?: NameOptions | undefined | null): Promise<number>
   /**
    * Resizes the job's terminal (the program gets SIGWINCH). Returns `false`, changing
    * nothing, when the job has already ended.
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (size outside 1..=1000).
    */
-  resize(jobId: string, cols: number, rows: number): boolean
+  resize(jobId: string, cols: number, rows: number, options?: NameOptions | undefined | null): boolean
   /**
    * Ends a job: `signal` (default SIGTERM) to its whole process group and session, SIGKILL
    * after `graceMs`, and resolves once no process of the job remains.
@@ -225,7 +226,7 @@ export declare class JobManager {
    * running: kill it first), `NOT_OWNER` (a job of another live process sharing the state
    * directory), `IO_ERROR`.
    */
-  removeJob(jobId: string): void
+  removeJob(jobId: string, options?: NameOptions | undefined | null): void
   /**
    * Waits for the job without polling. Two forms, told apart by the options:
    *
@@ -264,7 +265,7 @@ export declare class JobManager {
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_OWNER` (a running job of another
    * process sharing the state directory: it cannot be followed from here).
    */
-  onData(jobId: string, callback: (data: string) => void): void
+  onData(jobId: string, callback: (data: string) => void, options?: NameOptions): void
   /**
    * Calls `callback` once with the job's final info (`exitCode`, `signal`, `status`, ...)
    * when it has ended, strictly after the last `onData` chunk was delivered. Registered on
@@ -273,7 +274,7 @@ export declare class JobManager {
    *
    * @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_OWNER` (as `onData`).
    */
-  onExit(jobId: string, callback: (info: JobInfo) => void): void
+  onExit(jobId: string, callback: (info: JobInfo) => void, options?: NameOptions): void
   /**
    * Kills every running job of this manager (SIGTERM, grace, SIGKILL), as the server does on
    * shutdown, and resolves once they are gone and their `onExit` callbacks ran. Afterwards
@@ -403,6 +404,8 @@ export interface KillOptions {
    * `killGraceMs`.
    */
   graceMs?: number
+  /** For a name live in several directories: which one (relative to this process's). */
+  cwd?: string
 }
 
 /**
@@ -482,6 +485,15 @@ export interface ManagerOptions {
   jobLogBytes?: number
 }
 
+/**
+ * Options of the methods that take a job and nothing else to tune (`status`, `screen`,
+ * `write`, `sendKeys`, `resize`, `removeJob`, `onData`, `onExit` and their Promise forms).
+ */
+export interface NameOptions {
+  /** For a name live in several directories: which one (relative to this process's). */
+  cwd?: string
+}
+
 /** A read of a job's clean transcript. */
 export interface Output {
   /**
@@ -545,6 +557,8 @@ export interface OutputOptions {
    * Default: no limit.
    */
   maxBytes?: number
+  /** For a name live in several directories: which one (relative to this process's). */
+  cwd?: string
 }
 
 /** A TCP listener of one of a job's processes. */
@@ -620,6 +634,8 @@ export interface SearchOptions {
   context?: number
   /** Most matches returned (`totalMatches` counts them all). Default: all. */
   maxMatches?: number
+  /** For a name live in several directories: which one (relative to this process's). */
+  cwd?: string
 }
 
 /** The result of a `search`. */
@@ -696,6 +712,8 @@ export interface StartServiceOptions {
 export interface TailOptions {
   /** Most bytes of `output`, as in `output()`'s `maxBytes`. Default: no limit. */
   maxBytes?: number
+  /** For a name live in several directories: which one (relative to this process's). */
+  cwd?: string
 }
 
 /**
@@ -750,6 +768,8 @@ export interface WaitOptions {
    * and `echo`); at once if it already does. Linux only.
    */
   input?: boolean
+  /** For a name live in several directories: which one (relative to this process's). */
+  cwd?: string
 }
 
 /** Which condition ended a `wait` with a condition. */

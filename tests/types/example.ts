@@ -55,6 +55,13 @@ async function main (): Promise<void> {
   const earlier: JobInfo[] = kept.list().filter((j) => !j.thisServer)
   const forgotten: void = kept.removeJob(earlier[0]?.jobId ?? id)
   console.log(mine, forgotten)
+  // a name live in several directories: the cwd option picks one, on every method
+  const inB: JobInfo = kept.status('web', { cwd: '../b' })
+  const bTail: Output = await kept.tailAsync('web', 5, { cwd: '../b', maxBytes: 1024 })
+  const bWait: WaitResult = await kept.wait('web', { pattern: 'ready', cwd: '../b' })
+  kept.write('web', 'y\r', { cwd: '../b' })
+  kept.onExit('web', (info: JobInfo) => info.jobId, { cwd: '../b' })
+  console.log(inB, bTail, bWait)
   // async reads: off the JS thread (a stored job's transcript is read from disk)
   const stored: Output = await kept.outputAsync(id, { offset: 0, limit: 100, maxBytes: 4096 })
   const storedTail: Output = await kept.tailAsync(id, 20, { maxBytes: 2048 })
@@ -106,6 +113,8 @@ async function main (): Promise<void> {
   // @ts-expect-error thisServer is a boolean
   const owner: string = kept.status(id).thisServer
   console.log(removedFlag, owner)
+  // @ts-expect-error cwd is a path
+  kept.resize('web', 80, 24, { cwd: 1 })
   // @ts-expect-error onData callbacks get a string
   jobs.onData(id, (n: number) => n)
   console.log(pid, code, signal, started, next, last, accepted, resized, all, wrong, badStatus)

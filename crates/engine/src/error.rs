@@ -130,7 +130,11 @@ impl std::fmt::Display for NameTaken {
 
 /// The message of [`Error::UnknownName`].
 fn unknown_name(name: &str, cwd: Option<&std::path::Path>, live: &[String], more: usize) -> String {
-    let place = cwd.map_or(String::new(), |d| format!(" in {}", d.display()));
+    // A directory that is not there is the likelier mistake: say so.
+    let place = cwd.map_or(String::new(), |d| match d.exists() {
+        true => format!(" in {}", d.display()),
+        false => format!(" in {} (no such directory)", d.display()),
+    });
     let listed = if live.is_empty() {
         "no live job has a name".to_owned()
     } else if more > 0 {

@@ -12,8 +12,11 @@
 use rmcp::model::JsonObject;
 use serde_json::Value;
 
-/// Rewrites `schema` (a whole tool input or output schema) into the portable form.
+/// Rewrites `schema` (a whole tool input or output schema) into the portable form. Its
+/// `$schema` goes too: MCP takes 2020-12 as the default dialect, a validator built for an
+/// older draft rejects the 2020-12 URI, and a model pays for it in every tool of the list.
 pub fn make_portable(schema: &mut JsonObject) {
+    schema.remove("$schema");
     for value in schema.values_mut() {
         portable(value);
     }

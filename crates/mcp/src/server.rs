@@ -30,7 +30,8 @@ for `idle_ms`, or a `port` accepts connections — and returns the reason and th
 prefer it to polling. A capped wait (50 s at most per call) says so: call it again. For a \
 build or a test run, execute_command with `\"wait\": true` answers once the job has ended. \
 For a server or watcher pass `name` and `\"ensure\": true`: a running copy is reused, never \
-duplicated; restart_job restarts it; every tool takes the name as job_id.
+duplicated; restart_job restarts it; every tool takes the name as job_id (and `cwd`, the job's \
+directory, when the name is live in several).
 Read output with get_job_output (pass the previous next_offset as offset to get only new \
 lines; max_bytes bounds the answer), the last lines with tail_job_output, or matching lines \
 with search_job_output. For programs that ask questions (prompts, REPLs, watchers), answer \

@@ -5,6 +5,8 @@
 
 #[path = "cli/harness.rs"]
 mod harness;
+#[path = "cli/name_cwd.rs"]
+mod name_cwd;
 #[path = "cli/names.rs"]
 mod names;
 #[path = "cli/ports.rs"]

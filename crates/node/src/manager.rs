@@ -23,7 +23,7 @@ use ptyjobs_engine::{self as engine, EngineConfig, JobId};
 use tokio::runtime::Handle;
 
 use crate::error::{Code, JsErr, Result, err, from_engine, into_napi};
-use crate::options::ManagerOptions;
+use crate::options::{ManagerOptions, NameOptions};
 use crate::stream::Streams;
 use crate::types::{MAX_SAFE, dimension, millis, whole};
 
@@ -38,7 +38,8 @@ use crate::types::{MAX_SAFE, dimension, millis, whole};
 ///
 /// Every method that takes a `jobId` also takes a job's name (`execute`'s `name`): the live
 /// job with it, else the newest ended one; a name live in several directories is an
-/// `INVALID_ARGUMENT` that lists them (pass the id); an unknown one is `INVALID_JOB_ID`.
+/// `INVALID_ARGUMENT` that lists them (pass the id, or the job's directory as the `cwd`
+/// option, which every such method has); an unknown one is `INVALID_JOB_ID`.
 ///
 /// Jobs die with their manager: `close()` kills them; a manager that is garbage-collected or a
 /// process that exits takes its jobs down too.
@@ -63,14 +64,16 @@ pub struct JobManager {
     attach: std::sync::Mutex<Option<engine::AttachServer>>,
 }
 
-/// The job a caller's `jobId` stands for: a job id, or a job's name (the live job with it,
-/// else the newest ended one; a name reads the state directory).
-fn parse_id(jobs: &engine::JobManager, id: &str) -> Result<JobId> {
-    resolve_id(jobs, id, None)
+/// The job a caller's `jobId` stands for, with the `cwd` of its [`NameOptions`] (see
+/// [`resolve_id`]).
+fn named(jobs: &engine::JobManager, id: &str, options: Option<&NameOptions>) -> Result<JobId> {
+    resolve_id(jobs, id, options.and_then(|o| o.cwd.as_deref()))
 }
 
-/// [`parse_id`], with the directory that picks among a name's live jobs. A text that is
-/// neither a job id nor a known name is `INVALID_JOB_ID`, as before names were keys.
+/// The job a caller's `jobId` stands for: a job id, or a job's name (the live job with it —
+/// in `cwd` when given, relative to this process's directory — else the newest ended one; a
+/// name reads the state directory). A text that is neither a job id nor a known name is
+/// `INVALID_JOB_ID`, as before names were keys; so is a name with no job in `cwd`.
 fn resolve_id(jobs: &engine::JobManager, id: &str, cwd: Option<&str>) -> Result<JobId> {
     jobs.resolve_job(id, cwd.map(std::path::Path::new))
         .map_err(|e| match e {

@@ -172,6 +172,8 @@ pub struct OutputOptions {
     /// `omittedBytes`). `firstLine` and `nextOffset` still cover the whole range read.
     /// Default: no limit.
     pub max_bytes: Option<f64>,
+    /// For a name live in several directories: which one (relative to this process's).
+    pub cwd: Option<String>,
 }
 
 /// Options of `tail(jobId, lines?, options?)`.
@@ -180,6 +182,8 @@ pub struct OutputOptions {
 pub struct TailOptions {
     /// Most bytes of `output`, as in `output()`'s `maxBytes`. Default: no limit.
     pub max_bytes: Option<f64>,
+    /// For a name live in several directories: which one (relative to this process's).
+    pub cwd: Option<String>,
 }
 
 /// Options of `search(jobId, pattern, options?)`.
@@ -190,6 +194,8 @@ pub struct SearchOptions {
     pub context: Option<f64>,
     /// Most matches returned (`totalMatches` counts them all). Default: all.
     pub max_matches: Option<f64>,
+    /// For a name live in several directories: which one (relative to this process's).
+    pub cwd: Option<String>,
 }
 
 /// Options of `kill(jobId, options?)`.
@@ -201,6 +207,8 @@ pub struct KillOptions {
     /// Milliseconds to wait after the first signal before SIGKILL. Default: the manager's
     /// `killGraceMs`.
     pub grace_ms: Option<f64>,
+    /// For a name live in several directories: which one (relative to this process's).
+    pub cwd: Option<String>,
 }
 
 /// Options of `wait(jobId, options?)`.
@@ -241,6 +249,8 @@ pub struct WaitOptions {
     /// `true`: end as soon as the job waits for input (reason `input_wanted`, with `prompt`
     /// and `echo`); at once if it already does. Linux only.
     pub input: Option<bool>,
+    /// For a name live in several directories: which one (relative to this process's).
+    pub cwd: Option<String>,
 }
 
 impl WaitOptions {
@@ -288,4 +298,13 @@ impl WaitOptions {
             timeout,
         }))
     }
+}
+
+/// Options of the methods that take a job and nothing else to tune (`status`, `screen`,
+/// `write`, `sendKeys`, `resize`, `removeJob`, `onData`, `onExit` and their Promise forms).
+#[napi(object)]
+#[derive(Default)]
+pub struct NameOptions {
+    /// For a name live in several directories: which one (relative to this process's).
+    pub cwd: Option<String>,
 }

@@ -11,6 +11,7 @@
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ptyjobs_engine::{
@@ -139,8 +140,8 @@ enum End {
 }
 
 /// Attaches to the job `prefix` names; returns when the person detaches or the job ends.
-pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
-    let id = store.resolve_job(prefix, None)?;
+pub(crate) fn run(store: &Store, prefix: &str, cwd: Option<&Path>) -> CmdResult {
+    let id = store.resolve_job(prefix, cwd)?;
     let job = store.load(id)?;
     let record = &job.record;
     if record.status.is_final() {

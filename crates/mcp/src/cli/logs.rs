@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 use ptyjobs_engine::{Error, JobId, Store, StoredJob};
@@ -21,8 +22,14 @@ const POLL: Duration = Duration::from_millis(100);
 /// Prints the job's transcript (its last `tail` lines when given). With `follow`, on a running
 /// job: prints lines as they become final, and when the job ends (or its server dies) the rest,
 /// so every line is printed exactly once; then returns.
-pub(crate) fn run(store: &Store, id: &str, tail: Option<usize>, follow: bool) -> CmdResult {
-    let id = store.resolve_job(id, None)?;
+pub(crate) fn run(
+    store: &Store,
+    id: &str,
+    cwd: Option<&Path>,
+    tail: Option<usize>,
+    follow: bool,
+) -> CmdResult {
+    let id = store.resolve_job(id, cwd)?;
     let job = store.load(id)?;
     let mut out = Out::new();
     if follow && !job.record.status.is_final() {

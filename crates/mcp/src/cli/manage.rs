@@ -1,6 +1,7 @@
 //! `ptyjobs kill | rm | prune`: the subcommands that change the state directory or a job.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ptyjobs_engine::{JobStatus, Store, StoredJob};
@@ -22,8 +23,8 @@ fn named(job: &StoredJob) -> String {
 /// Kills a running job through the engine's kill path (TERM to the processes proven to be the
 /// job's, KILL after `grace_ms`; its server records it `killed`), then prints how it ended.
 /// A job that is not running is an error, and nothing is signalled.
-pub(crate) fn kill(store: &Store, id: &str, grace_ms: u64) -> CmdResult {
-    let id = store.resolve_job(id, None)?;
+pub(crate) fn kill(store: &Store, id: &str, cwd: Option<&Path>, grace_ms: u64) -> CmdResult {
+    let id = store.resolve_job(id, cwd)?;
     let report = store.kill(id, Duration::from_millis(grace_ms))?;
     let deadline = Instant::now() + RECORD_WAIT;
     let job = loop {
@@ -57,12 +58,12 @@ pub(crate) fn kill(store: &Store, id: &str, grace_ms: u64) -> CmdResult {
 
 /// Removes finished jobs' records and logs; goes on past a job it cannot remove (a running
 /// one, an unknown id) and then fails.
-pub(crate) fn rm(store: &Store, ids: &[String]) -> CmdResult {
+pub(crate) fn rm(store: &Store, ids: &[String], cwd: Option<&Path>) -> CmdResult {
     let mut out = Out::new();
     let mut failed = false;
     for prefix in ids {
         match store
-            .resolve_job(prefix, None)
+            .resolve_job(prefix, cwd)
             .and_then(|id| store.remove(id).map(|()| id))
         {
             Ok(id) => {

@@ -25,7 +25,9 @@ use std::process::ExitCode;
 use ptyjobs_engine::{Error, Store, StoreConfig};
 
 /// The subcommands. A job may be given by its id, any unique prefix of it (like git's), or
-/// its name (the live job with it, else the newest ended one).
+/// its name (the live job with it, else the newest ended one); `--cwd` says which directory's
+/// when the name is live in several (without it: the current directory's, else an error that
+/// lists them).
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// List the jobs of every server on the state directory, newest first.
@@ -41,6 +43,9 @@ pub enum Command {
     Logs {
         /// The job's id or a unique prefix of it.
         id: String,
+        /// Which directory, for a name live in several.
+        #[arg(long)]
+        cwd: Option<std::path::PathBuf>,
         /// Only the last N lines.
         #[arg(long, short = 'n')]
         tail: Option<usize>,
@@ -53,6 +58,9 @@ pub enum Command {
     Status {
         /// The job's id or a unique prefix of it.
         id: String,
+        /// Which directory, for a name live in several.
+        #[arg(long)]
+        cwd: Option<std::path::PathBuf>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -61,6 +69,9 @@ pub enum Command {
     Kill {
         /// The job's id or a unique prefix of it.
         id: String,
+        /// Which directory, for a name live in several.
+        #[arg(long)]
+        cwd: Option<std::path::PathBuf>,
         /// Milliseconds between TERM and KILL, at most 60000 (the engine's cap).
         #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(..=ptyjobs_engine::MAX_KILL_GRACE.as_millis() as u64))]
         grace_ms: u64,
@@ -70,6 +81,9 @@ pub enum Command {
         /// Job ids or unique prefixes.
         #[arg(required = true)]
         ids: Vec<String>,
+        /// Which directory, for a name live in several.
+        #[arg(long)]
+        cwd: Option<std::path::PathBuf>,
     },
     /// Apply the retention limits now (--keep-jobs, --keep-days, --keep-mb).
     Prune,
@@ -89,6 +103,9 @@ pub enum Command {
     Attach {
         /// The job's id or a unique prefix of it.
         id: String,
+        /// Which directory, for a name live in several.
+        #[arg(long)]
+        cwd: Option<std::path::PathBuf>,
     },
     /// Block until a job ends, prints a line, listens, wants input or goes quiet.
     ///
@@ -202,15 +219,20 @@ fn finish(outcome: CmdResult) -> ExitCode {
 fn dispatch(command: Command, store: &Store) -> CmdResult {
     match command {
         Command::List { status, json } => list::run(store, status.as_deref(), json),
-        Command::Logs { id, tail, follow } => logs::run(store, &id, tail, follow),
-        Command::Status { id, json } => status::run(store, &id, json),
-        Command::Kill { id, grace_ms } => manage::kill(store, &id, grace_ms),
-        Command::Rm { ids } => manage::rm(store, &ids),
+        Command::Logs {
+            id,
+            cwd,
+            tail,
+            follow,
+        } => logs::run(store, &id, cwd.as_deref(), tail, follow),
+        Command::Status { id, cwd, json } => status::run(store, &id, cwd.as_deref(), json),
+        Command::Kill { id, cwd, grace_ms } => manage::kill(store, &id, cwd.as_deref(), grace_ms),
+        Command::Rm { ids, cwd } => manage::rm(store, &ids, cwd.as_deref()),
         Command::Prune => manage::prune(store),
         Command::Services { dir, json } => services::run(Some(store), dir.as_deref(), json),
         Command::Wait(_) => unreachable!("run() answers wait itself"),
         #[cfg(unix)]
-        Command::Attach { id } => attach::run(store, &id),
+        Command::Attach { id, cwd } => attach::run(store, &id, cwd.as_deref()),
         #[cfg(not(unix))]
         Command::Attach { .. } => Err(Failure::msg(
             "ptyjobs attach is not offered on this platform (it needs a Unix socket); \

@@ -1,5 +1,7 @@
 //! `ptyjobs status`: one job's record, as `key: value` lines or JSON.
 
+use std::path::Path;
+
 use chrono::Utc;
 use ptyjobs_engine::Store;
 use serde::Serialize;
@@ -21,8 +23,8 @@ struct StatusJson {
 
 /// Prints the job's record. Text lines name only what the job has (no `exit code` while it
 /// runs); JSON always has every field.
-pub(crate) fn run(store: &Store, id: &str, json: bool) -> CmdResult {
-    let id = store.resolve_job(id, None)?;
+pub(crate) fn run(store: &Store, id: &str, cwd: Option<&Path>, json: bool) -> CmdResult {
+    let id = store.resolve_job(id, cwd)?;
     let job = store.load(id)?;
     let lines = total_lines(store, &job)?;
     let ports = Store::ports_of(std::slice::from_ref(&job))

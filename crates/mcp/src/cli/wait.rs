@@ -74,6 +74,9 @@ pub struct WaitArgs {
     /// The job's name, or its id or a unique prefix of it.
     #[arg(value_name = "ID|NAME")]
     key: String,
+    /// Which directory, for a name live in several.
+    #[arg(long)]
+    cwd: Option<std::path::PathBuf>,
     /// Until the job ends; then exit code 0 whatever the job's own exit code.
     #[arg(long)]
     exit: bool,
@@ -227,7 +230,7 @@ fn wait(store: &Store, args: &WaitArgs) -> Result<Answer, Failure> {
         .map(compile_pattern)
         .transpose()
         .map_err(Failure::from)?;
-    let id = store.resolve_job(&args.key, None)?;
+    let id = store.resolve_job(&args.key, args.cwd.as_deref())?;
     let pattern = match re {
         Some(re) => Some((
             re,

@@ -321,8 +321,8 @@ pub enum SignalArg {
 /// Input of kill_job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct KillParams {
-    /// The job's UUID or name.
-    pub job_id: String,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// Signal sent first to every process of the job: TERM (default), INT, HUP, KILL, ...
     #[serde(default)]
     pub signal: Option<SignalArg>,

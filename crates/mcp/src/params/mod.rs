@@ -55,9 +55,14 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// Input of a tool that names one job.
+/// Input of a tool that names one job, and the job reference flattened into every other
+/// tool's input that names one: `cwd` picks among the live jobs of a name in several
+/// directories (relative to the server's working directory, as restart_job's).
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct JobIdParams {
-    /// The job's UUID (from execute_command; see list_jobs) or name.
+    /// The job's UUID or name.
     pub job_id: String,
+    /// Its dir, for a name live in several.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }

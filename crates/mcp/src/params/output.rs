@@ -72,8 +72,8 @@ impl Accounting {
 /// Input of get_job_output.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct OutputParams {
-    /// The job's UUID or name.
-    pub job_id: String,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// Absolute line number to start from (0 = the job's first line). Pass the previous
     /// call's `next_offset` to read only new lines (and lines redrawn above it: see
     /// rewritten_from). Default: the oldest line still held.
@@ -130,8 +130,8 @@ impl OutputResult {
 /// Input of tail_job_output.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TailParams {
-    /// The job's UUID or name.
-    pub job_id: String,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// How many of the last lines to return, 1-1000. Default 50.
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000))]
@@ -176,8 +176,8 @@ impl TailResult {
 /// Input of search_job_output.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchParams {
-    /// The job's UUID or name.
-    pub job_id: String,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// Regular expression (Rust regex syntax) matched against each line of clean output,
     /// e.g. `"(?i)error|panic"`.
     pub pattern: String,

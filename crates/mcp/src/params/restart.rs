@@ -8,11 +8,8 @@ use serde::Deserialize;
 /// Input of restart_job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RestartParams {
-    /// The job's UUID or name.
-    pub job_id: String,
-    /// For a name live in several directories: which one.
-    #[serde(default)]
-    pub cwd: Option<String>,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// A new command line. Default: the job's.
     #[serde(default)]
     pub command: Option<String>,

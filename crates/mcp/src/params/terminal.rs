@@ -15,8 +15,8 @@ pub const MAX_WAIT_MS: u64 = 60_000;
 /// Input of interact_with_job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct InteractParams {
-    /// The job's UUID or name.
-    pub job_id: String,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// Text to type. Each line ends with Enter (CR, as a terminal sends), also the last unless
     /// `raw`. Multi-line or long text is a bracketed paste where the program enabled it.
     #[serde(default)]
@@ -57,8 +57,8 @@ pub struct InteractResult {
 /// Input of get_job_screen.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ScreenParams {
-    /// The job's UUID or name.
-    pub job_id: String,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// Most bytes of screen text to return, 256-65536 (default and maximum 65536). A larger
     /// screen has its long rows cut and its bottom rows left out, and says so.
     #[serde(default)]
@@ -181,8 +181,8 @@ pub fn fit_rows(rows: Vec<String>, max_bytes: usize) -> FittedRows {
 /// Input of resize_job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ResizeParams {
-    /// The job's UUID or name.
-    pub job_id: String,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// New width in columns, 1-1000.
     #[schemars(range(min = 1, max = 1000))]
     pub cols: u16,

@@ -10,8 +10,8 @@ use crate::budget::{WAIT_LINE_BYTES, WAIT_TAIL_BYTES, shorten};
 /// Input of wait_for_job.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WaitParams {
-    /// The job's UUID or name.
-    pub job_id: String,
+    #[serde(flatten)]
+    pub job: super::JobIdParams,
     /// Regular expression matched against each line of clean output, e.g.
     /// `"Listening on|ready in"`. Only lines printed after this call began count, unless
     /// `from_start` is true.

@@ -58,7 +58,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<JobIdParams>,
     ) -> Result<Json<StatusResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p).await?;
         Ok(Json(self.jobs().status_async(id).await?.into()))
     }
 
@@ -117,10 +117,12 @@ impl Server {
         Parameters(p): Parameters<KillParams>,
     ) -> Result<Json<KillResult>, ToolError> {
         // Like the Python server: an id that names no job, malformed or not, is `not_found`
-        // (a name live in several directories is an error that lists them).
-        let id = match self.jobs().resolve_job_async(&p.job_id, None).await {
+        // (a name live in several directories is an error that lists them; so is a `cwd`
+        // with no job of the name: the caller meant a directory, and it is not the job's).
+        let cwd = p.job.cwd.as_deref().map(PathBuf::from);
+        let id = match self.jobs().resolve_job_async(&p.job.job_id, cwd).await {
             Ok(id) => id,
-            Err(ptyjobs_engine::Error::UnknownName { .. }) => {
+            Err(ptyjobs_engine::Error::UnknownName { cwd: None, .. }) => {
                 return Ok(Json(KillOutcome::NotFound.into()));
             }
             Err(e) => return Err(e.into()),
@@ -147,7 +149,7 @@ impl Server {
         Parameters(p): Parameters<JobIdParams>,
         peer: Peer<RoleServer>,
     ) -> Result<Json<RemoveResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p).await?;
         self.jobs().remove_async(id).await?;
         self.resource_list_changed(&peer);
         Ok(Json(RemoveResult {

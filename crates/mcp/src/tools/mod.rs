@@ -22,10 +22,12 @@ use crate::error::ToolError;
 
 impl crate::server::Server {
     /// The job a model-supplied `job_id` stands for: a job id, or a job's name (the live job
-    /// with it, else the newest ended one). An unknown one is a fixable error naming
-    /// list_jobs; a name live in several directories lists them.
-    async fn job_id(&self, s: &str) -> Result<JobId, ToolError> {
-        Ok(self.jobs().resolve_job_async(s, None).await?)
+    /// with it — in `cwd` when given, relative to the server's working directory — else the
+    /// newest ended one). An unknown one is a fixable error naming list_jobs; a name live in
+    /// several directories lists them.
+    async fn job_id(&self, job: &crate::params::JobIdParams) -> Result<JobId, ToolError> {
+        let cwd = job.cwd.as_deref().map(std::path::PathBuf::from);
+        Ok(self.jobs().resolve_job_async(&job.job_id, cwd).await?)
     }
 }
 

@@ -21,7 +21,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<OutputParams>,
     ) -> Result<Json<OutputResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p.job).await?;
         let limit = count("limit", p.limit, DEFAULT_OUTPUT_LIMIT, 1, usize::MAX)?;
         let max_bytes = budget::requested(p.max_bytes);
         let slice = self
@@ -39,7 +39,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<TailParams>,
     ) -> Result<Json<TailResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p.job).await?;
         let lines = count("lines", p.lines, DEFAULT_TAIL_LINES, 1, MAX_TAIL_LINES)?;
         let max_bytes = budget::requested(p.max_bytes);
         let slice = self.jobs().tail_async(id, lines, max_bytes).await?;
@@ -54,7 +54,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<SearchParams>,
     ) -> Result<Json<SearchResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p.job).await?;
         let context = count("context", p.context, DEFAULT_CONTEXT, 0, MAX_CONTEXT)?;
         let max = count(
             "max_matches",

@@ -1,7 +1,5 @@
 //! restart_job: end a job's whole tree and start it again, as a new job.
 
-use std::path::PathBuf;
-
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, tool, tool_router};
@@ -25,10 +23,7 @@ impl Server {
         Parameters(p): Parameters<RestartParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<ExecuteResult>, ToolError> {
-        let id = self
-            .jobs()
-            .resolve_job_async(&p.job_id, p.cwd.map(PathBuf::from))
-            .await?;
+        let id = self.job_id(&p.job).await?;
         let job = self.jobs().restart(id, p.command, p.env).await?;
         self.resource_list_changed(&context.peer);
         let id = job.id;

@@ -24,7 +24,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<InteractParams>,
     ) -> Result<Json<InteractResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p.job).await?;
         let keys = p.keys.unwrap_or_default();
         let wait = Duration::from_millis(p.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
         let input = match p.input {
@@ -60,7 +60,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<ScreenParams>,
     ) -> Result<Json<ScreenResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p.job).await?;
         // Screen and status of one moment: a job ending in between cannot pair its last
         // screen with a running status.
         let (screen, status) = self.jobs().screen_status_async(id).await?;
@@ -83,7 +83,7 @@ impl Server {
         &self,
         Parameters(p): Parameters<ResizeParams>,
     ) -> Result<Json<ResizeResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p.job).await?;
         let resized = self.jobs().resize(id, p.cols, p.rows)?;
         let info = self.jobs().status_async(id).await?;
         let (cols, rows) = info.size;

@@ -28,7 +28,7 @@ impl Server {
         Parameters(p): Parameters<WaitParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<WaitResult>, ToolError> {
-        let id = self.job_id(&p.job_id).await?;
+        let id = self.job_id(&p.job).await?;
         if p.port == Some(0) {
             return Err(ToolError::invalid("port must be between 1 and 65535"));
         }

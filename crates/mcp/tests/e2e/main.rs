@@ -13,6 +13,7 @@ mod input;
 mod keys;
 mod lifecycle;
 mod limits;
+mod name_cwd;
 mod names;
 mod persist;
 mod ports;

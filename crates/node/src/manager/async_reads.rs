@@ -5,8 +5,8 @@ use napi::bindgen_prelude::{Env, PromiseRaw};
 use napi_derive::napi;
 
 use super::reads::{output_args, search_args, tail_args};
-use super::{JobManager, parse_id};
-use crate::options::{OutputOptions, SearchOptions, TailOptions};
+use super::{JobManager, named};
+use crate::options::{NameOptions, OutputOptions, SearchOptions, TailOptions};
 use crate::types::{JobInfo, Output, ScreenSnapshot, SearchResult, fitted};
 
 #[napi]
@@ -20,8 +20,10 @@ impl JobManager {
         &self,
         env: &'env Env,
         job_id: String,
+        options: Option<NameOptions>,
     ) -> napi::Result<PromiseRaw<'env, JobInfo>> {
-        self.promise(env, parse_id(&self.jobs, &job_id), |jobs, id| async move {
+        let id = named(&self.jobs, &job_id, options.as_ref());
+        self.promise(env, id, |jobs, id| async move {
             jobs.status_async(id).await.map(JobInfo::from)
         })
     }
@@ -87,8 +89,10 @@ impl JobManager {
         &self,
         env: &'env Env,
         job_id: String,
+        options: Option<NameOptions>,
     ) -> napi::Result<PromiseRaw<'env, ScreenSnapshot>> {
-        self.promise(env, parse_id(&self.jobs, &job_id), |jobs, id| async move {
+        let id = named(&self.jobs, &job_id, options.as_ref());
+        self.promise(env, id, |jobs, id| async move {
             jobs.screen_async(id).await.map(ScreenSnapshot::from)
         })
     }

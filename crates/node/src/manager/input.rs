@@ -4,8 +4,9 @@ use napi::bindgen_prelude::{Buffer, Either, Env, PromiseRaw};
 use napi_derive::napi;
 use ptyjobs_engine::{self as engine, JobId};
 
-use super::{JobManager, parse_id};
+use super::{JobManager, named};
 use crate::error::{Result, from_engine};
+use crate::options::NameOptions;
 use crate::types::dimension;
 
 #[napi]
@@ -15,9 +16,17 @@ impl JobManager {
     /// accepted, which is less than the data only when the terminal's input buffer is full.
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_RUNNING`.
-    #[napi(catch_unwind, ts_args_type = "jobId: string, data: string | Buffer")]
-    pub fn write(&self, job_id: String, data: Either<String, Buffer>) -> Result<u32> {
-        let id = parse_id(&self.jobs, &job_id)?;
+    #[napi(
+        catch_unwind,
+        ts_args_type = "jobId: string, data: string | Buffer, options?: NameOptions"
+    )]
+    pub fn write(
+        &self,
+        job_id: String,
+        data: Either<String, Buffer>,
+        options: Option<NameOptions>,
+    ) -> Result<u32> {
+        let id = named(&self.jobs, &job_id, options.as_ref())?;
         let bytes: &[u8] = match &data {
             Either::A(s) => s.as_bytes(),
             Either::B(b) => b.as_ref(),
@@ -41,9 +50,10 @@ impl JobManager {
         env: &'env Env,
         job_id: String,
         keys: Vec<String>,
+        options: Option<NameOptions>,
     ) -> napi::Result<PromiseRaw<'env, u32>> {
         let args = (|| -> Result<JobId> {
-            let id = parse_id(&self.jobs, &job_id)?;
+            let id = named(&self.jobs, &job_id, options.as_ref())?;
             // Validity does not depend on the cursor mode: reject before anything is sent.
             engine::encode_keys(&keys, false).map_err(from_engine)?;
             Ok(id)
@@ -59,8 +69,14 @@ impl JobManager {
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `INVALID_ARGUMENT` (size outside 1..=1000).
     #[napi(catch_unwind)]
-    pub fn resize(&self, job_id: String, cols: f64, rows: f64) -> Result<bool> {
-        let id = parse_id(&self.jobs, &job_id)?;
+    pub fn resize(
+        &self,
+        job_id: String,
+        cols: f64,
+        rows: f64,
+        options: Option<NameOptions>,
+    ) -> Result<bool> {
+        let id = named(&self.jobs, &job_id, options.as_ref())?;
         let (cols, rows) = (dimension("cols", cols)?, dimension("rows", rows)?);
         self.jobs.resize(id, cols, rows).map_err(from_engine)
     }

@@ -8,9 +8,9 @@ use napi::bindgen_prelude::{Either, Env, PromiseRaw};
 use napi_derive::napi;
 use ptyjobs_engine::{JobId, JobSpec, Signal};
 
-use super::{JobManager, parse_id, resolve_id};
+use super::{JobManager, named, resolve_id};
 use crate::error::{Result, from_engine};
-use crate::options::{ExecuteOptions, KillOptions, RestartOptions, WaitOptions};
+use crate::options::{ExecuteOptions, KillOptions, NameOptions, RestartOptions, WaitOptions};
 use crate::types::{JobInfo, KillReport, WaitResult, dimension, millis};
 
 #[napi]
@@ -108,9 +108,9 @@ impl JobManager {
     /// running: kill it first), `NOT_OWNER` (a job of another live process sharing the state
     /// directory), `IO_ERROR`.
     #[napi(catch_unwind)]
-    pub fn remove_job(&self, job_id: String) -> Result<()> {
+    pub fn remove_job(&self, job_id: String, options: Option<NameOptions>) -> Result<()> {
         self.jobs
-            .remove(parse_id(&self.jobs, &job_id)?)
+            .remove(named(&self.jobs, &job_id, options.as_ref())?)
             .map_err(from_engine)
     }
 
@@ -150,7 +150,7 @@ impl JobManager {
     ) -> napi::Result<PromiseRaw<'env, Either<JobInfo, WaitResult>>> {
         let o = options.unwrap_or_default();
         let args = (|| -> Result<_> {
-            let id = parse_id(&self.jobs, &job_id)?;
+            let id = resolve_id(&self.jobs, &job_id, o.cwd.as_deref())?;
             self.jobs.status(id).map_err(from_engine)?;
             let timeout = o.timeout_ms.map(|v| millis("timeoutMs", v)).transpose()?;
             Ok((id, timeout, o.spec(timeout)?))
@@ -174,7 +174,7 @@ impl JobManager {
     ) -> napi::Result<PromiseRaw<'env, KillReport>> {
         let o = options.unwrap_or_default();
         let args = (|| -> Result<(JobId, Signal, Option<std::time::Duration>)> {
-            let id = parse_id(&self.jobs, job_id)?;
+            let id = resolve_id(&self.jobs, job_id, o.cwd.as_deref())?;
             let signal = match o.signal {
                 Some(s) => s.parse::<Signal>().map_err(from_engine)?,
                 None => Signal::TERM,

@@ -5,8 +5,9 @@ use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 use ptyjobs_engine::JobId;
 
-use super::{JobManager, napi_err, parse_id};
+use super::{JobManager, named, napi_err};
 use crate::error::{Result, from_engine};
+use crate::options::NameOptions;
 use crate::stream::Callback;
 use crate::types::JobInfo;
 
@@ -25,14 +26,15 @@ impl JobManager {
     /// process sharing the state directory: it cannot be followed from here).
     #[napi(
         catch_unwind,
-        ts_args_type = "jobId: string, callback: (data: string) => void"
+        ts_args_type = "jobId: string, callback: (data: string) => void, options?: NameOptions"
     )]
     pub fn on_data(
         &self,
         job_id: String,
         callback: Function<'_, String, UnknownReturnValue>,
+        options: Option<NameOptions>,
     ) -> Result<()> {
-        let (id, cb) = self.listener(&job_id, callback)?;
+        let (id, cb) = self.listener(&job_id, options.as_ref(), callback)?;
         self.streams.on_data(&self.jobs, &self.runtime, id, cb);
         Ok(())
     }
@@ -45,14 +47,15 @@ impl JobManager {
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`, `NOT_OWNER` (as `onData`).
     #[napi(
         catch_unwind,
-        ts_args_type = "jobId: string, callback: (info: JobInfo) => void"
+        ts_args_type = "jobId: string, callback: (info: JobInfo) => void, options?: NameOptions"
     )]
     pub fn on_exit(
         &self,
         job_id: String,
         callback: Function<'_, JobInfo, UnknownReturnValue>,
+        options: Option<NameOptions>,
     ) -> Result<()> {
-        let (id, cb) = self.listener(&job_id, callback)?;
+        let (id, cb) = self.listener(&job_id, options.as_ref(), callback)?;
         self.streams.on_exit(&self.jobs, &self.runtime, id, cb);
         Ok(())
     }
@@ -64,9 +67,10 @@ impl JobManager {
     fn listener<T: 'static + JsValuesTupleIntoVec>(
         &self,
         job_id: &str,
+        options: Option<&NameOptions>,
         callback: Function<'_, T, UnknownReturnValue>,
     ) -> Result<(JobId, Callback<T>)> {
-        let id = parse_id(&self.jobs, job_id)?;
+        let id = named(&self.jobs, job_id, options)?;
         let info = self.jobs.status(id).map_err(from_engine)?;
         if !info.status.is_final() {
             // A running job of another process sharing the state directory has no events

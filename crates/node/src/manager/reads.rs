@@ -4,9 +4,9 @@
 use napi_derive::napi;
 use ptyjobs_engine::{self as engine, JobId};
 
-use super::{JobManager, parse_id};
+use super::{JobManager, named, resolve_id};
 use crate::error::{Result, from_engine};
-use crate::options::{OutputOptions, SearchOptions, TailOptions};
+use crate::options::{NameOptions, OutputOptions, SearchOptions, TailOptions};
 use crate::types::{JobInfo, MAX_SAFE, Output, ScreenSnapshot, SearchResult, count, fitted, whole};
 
 /// Lines `tail` returns when not told.
@@ -19,9 +19,9 @@ impl JobManager {
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
     #[napi(catch_unwind)]
-    pub fn status(&self, job_id: String) -> Result<JobInfo> {
+    pub fn status(&self, job_id: String, options: Option<NameOptions>) -> Result<JobInfo> {
         self.jobs
-            .status(parse_id(&self.jobs, &job_id)?)
+            .status(named(&self.jobs, &job_id, options.as_ref())?)
             .map(JobInfo::from)
             .map_err(from_engine)
     }
@@ -78,9 +78,9 @@ impl JobManager {
     ///
     /// @throws `INVALID_JOB_ID`, `JOB_NOT_FOUND`.
     #[napi(catch_unwind)]
-    pub fn screen(&self, job_id: String) -> Result<ScreenSnapshot> {
+    pub fn screen(&self, job_id: String, options: Option<NameOptions>) -> Result<ScreenSnapshot> {
         self.jobs
-            .screen(parse_id(&self.jobs, &job_id)?)
+            .screen(named(&self.jobs, &job_id, options.as_ref())?)
             .map(ScreenSnapshot::from)
             .map_err(from_engine)
     }
@@ -116,8 +116,8 @@ pub(super) fn output_args(
     job_id: &str,
     options: Option<OutputOptions>,
 ) -> Result<OutputArgs> {
-    let id = parse_id(jobs, job_id)?;
     let o = options.unwrap_or_default();
+    let id = resolve_id(jobs, job_id, o.cwd.as_deref())?;
     let offset = o
         .offset
         .map(|v| whole("offset", v, 0, MAX_SAFE))
@@ -134,15 +134,13 @@ pub(super) fn tail_args(
     lines: Option<f64>,
     options: Option<TailOptions>,
 ) -> Result<(JobId, usize, Option<usize>)> {
-    let id = parse_id(jobs, job_id)?;
+    let o = options.unwrap_or_default();
+    let id = resolve_id(jobs, job_id, o.cwd.as_deref())?;
     let n = lines
         .map(|v| count("lines", v))
         .transpose()?
         .unwrap_or(DEFAULT_TAIL);
-    let max_bytes = options
-        .and_then(|o| o.max_bytes)
-        .map(|v| count("maxBytes", v))
-        .transpose()?;
+    let max_bytes = o.max_bytes.map(|v| count("maxBytes", v)).transpose()?;
     Ok((id, n, max_bytes))
 }
 
@@ -154,9 +152,9 @@ pub(super) fn search_args(
     pattern: &str,
     options: Option<SearchOptions>,
 ) -> Result<(JobId, engine::Regex, usize, usize)> {
-    let id = parse_id(jobs, job_id)?;
-    let re = engine::compile_pattern(pattern).map_err(from_engine)?;
     let o = options.unwrap_or_default();
+    let id = resolve_id(jobs, job_id, o.cwd.as_deref())?;
+    let re = engine::compile_pattern(pattern).map_err(from_engine)?;
     let context = o.context.map(|v| count("context", v)).transpose()?;
     let max = o.max_matches.map(|v| count("maxMatches", v)).transpose()?;
     Ok((id, re, context.unwrap_or(0), max.unwrap_or(usize::MAX)))
