@@ -81,10 +81,8 @@ impl Drop for State {
     fn drop(&mut self) {
         let _ = self.cli(&["kill", "--kept", "--grace-ms", "200"]);
         for r in self.records() {
-            if let Some(pid) = r["server"]["process"]["pid"].as_u64() {
-                if r["kept"] == true {
-                    kill(pid as u32, libc::SIGKILL);
-                }
+            if let (Some(pid), true) = (r["server"]["process"]["pid"].as_u64(), r["kept"] == true) {
+                kill(pid as u32, libc::SIGKILL);
             }
             if let Some(pid) = r["pid"].as_u64() {
                 for p in session_processes(pid as u32) {
