@@ -5,6 +5,8 @@
 
 #[path = "cli/harness.rs"]
 mod harness;
+#[path = "cli/keep.rs"]
+mod keep;
 #[path = "cli/names.rs"]
 mod names;
 #[path = "cli/ports.rs"]

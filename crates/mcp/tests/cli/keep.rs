@@ -1,0 +1,109 @@
+//! `ptyjobs run --keep`, `ptyjobs services --start` and `ptyjobs kill --kept`: kept jobs
+//! started from a terminal outlive the command that started them and are found by name.
+
+use serde_json::Value;
+
+use crate::harness::{cli, session_processes, wait_until};
+
+/// A state directory whose kept jobs are killed when it is dropped (also when a test fails).
+struct State(tempfile::TempDir);
+
+impl State {
+    fn new() -> Self {
+        Self(tempfile::tempdir().expect("temp state dir"))
+    }
+
+    fn cli(&self, args: &[&str]) -> crate::harness::Run {
+        cli(self.0.path(), args)
+    }
+
+    fn status(&self, job: &str) -> Value {
+        let r = self.cli(&["status", "--json", job]);
+        assert_eq!(r.code, 0, "{r:?}");
+        serde_json::from_str(&r.stdout).expect("status JSON")
+    }
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        let _ = self.cli(&["kill", "--kept", "--grace-ms", "200"]);
+    }
+}
+
+#[test]
+fn run_keep_starts_a_job_that_outlives_the_cli_and_is_found_by_name() {
+    let s = State::new();
+    let r = s.cli(&["run", "--keep", "--name", "nap", "--", "sleep", "1000"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let id = r.stdout.trim().to_owned();
+    assert_eq!(id.len(), 36, "the id: {r:?}");
+    // The CLI has exited; its job runs on, kept, found by its name.
+    let st = s.status("nap");
+    assert_eq!(st["id"], id.as_str(), "{st}");
+    assert_eq!(st["status"], "running", "{st}");
+    assert_eq!(st["kept"], true, "{st}");
+    assert!(st["keep_until"].is_string(), "{st}");
+    let pid = st["pid"].as_u64().expect("pid") as u32;
+    assert!(!session_processes(pid).is_empty());
+    let list = s.cli(&["list"]);
+    assert!(list.stdout.contains("running (kept)"), "{list:?}");
+    let text = s.cli(&["status", "nap"]);
+    assert!(text.stdout.contains("kept:"), "{text:?}");
+    // A second start under that name is refused; an ensure of it answers it.
+    let again = s.cli(&["run", "--keep", "--name", "nap", "--", "sleep", "1000"]);
+    assert_eq!(again.code, 1, "{again:?}");
+    assert!(again.stderr.contains("nap"), "{again:?}");
+    let ensured = s.cli(&[
+        "run", "--keep", "--name", "nap", "--ensure", "--json", "--", "sleep", "1000",
+    ]);
+    assert_eq!(ensured.code, 0, "{ensured:?}");
+    let job: Value = serde_json::from_str(&ensured.stdout).expect("job JSON");
+    assert_eq!(job["id"], id.as_str(), "{job}");
+    assert_eq!(job["kept"], true, "{job}");
+
+    // kill --kept ends it through the kill path; prune then forgets it like any other.
+    let k = s.cli(&["kill", "--kept"]);
+    assert_eq!(k.code, 0, "{k:?}");
+    assert!(k.stdout.contains(&format!("killed {id}")), "{k:?}");
+    wait_until("the job's processes to go", || {
+        session_processes(pid).is_empty().then_some(())
+    });
+    let st = wait_until("the record to say killed", || {
+        let st = s.status(&id);
+        (st["status"] == "killed").then_some(st)
+    });
+    assert_eq!(st["kept"], true, "{st}");
+    let none = s.cli(&["kill", "--kept"]);
+    assert!(none.stdout.contains("no kept job"), "{none:?}");
+    let p = s.cli(&["--keep-jobs", "0", "prune"]);
+    assert!(p.stdout.contains(&format!("removed {id}")), "{p:?}");
+}
+
+#[test]
+fn run_without_keep_says_why() {
+    let s = State::new();
+    let r = s.cli(&["run", "--", "true"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("--keep"), "{r:?}");
+}
+
+#[test]
+fn services_start_keeps_the_service_and_an_ensure_finds_it_again() {
+    let s = State::new();
+    let project = tempfile::tempdir().expect("project");
+    std::fs::write(project.path().join("Procfile"), "web: sleep 300\n").expect("Procfile");
+    let at = project.path().to_str().expect("utf-8");
+    let r = s.cli(&["services", "--dir", at, "--start", "web"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let id = r.stdout.trim().to_owned();
+    let st = s.status("web");
+    assert_eq!(st["id"], id.as_str(), "{st}");
+    assert_eq!(st["status"], "running", "{st}");
+    assert_eq!(st["kept"], true, "{st}");
+    assert_eq!(st["command"], "sleep 300", "{st}");
+    let again = s.cli(&["services", "--dir", at, "--start", "web"]);
+    assert_eq!(again.stdout.trim(), id, "{again:?}");
+    let unknown = s.cli(&["services", "--dir", at, "--start", "nope"]);
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+    assert!(unknown.stderr.contains("nope"), "{unknown:?}");
+}
