@@ -117,6 +117,11 @@ pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
 ///    A hello of version [`ATTACH_RESTART_VERSION`] with `restart` asks the server to restart
 ///    the job (any job of the state directory; the new job is the server's) instead: it
 ///    answers one [`AttachReply`] carrying the new job (`job`) or the error, and closes.
+///
+///    A hello of version [`ATTACH_START_VERSION`] with `start` asks a keeper (see
+///    `crate::keep`) to start a kept job ([`AttachStart`]): it answers one [`StartReply`]
+///    (the job, or the error, or `closing` when the keeper is leaving) and closes; a server
+///    that is not a keeper refuses it.
 /// 2. The server answers one line of JSON: [`AttachReply`]. With `ok: false` (unknown job, a
 ///    job that is not running or not this server's, another uid, a bad hello) it closes.
 /// 3. Then raw bytes both ways, until either side closes:

@@ -10,6 +10,8 @@ use ptyjobs_engine::{EngineConfig, StoreConfig};
 /// How long the keeper stays with no running job before it leaves (ms).
 const IDLE_ENV: &str = "PTYJOBS_KEEPER_IDLE_MS";
 const IDLE_DEFAULT: Duration = Duration::from_secs(5);
+/// Most kept jobs running at once.
+const KEEPER_MAX_RUNNING: usize = 1000;
 
 /// Runs the keeper of `store`'s directory until it is idle or told to stop.
 pub(crate) fn run(store: Result<StoreConfig, String>) -> ExitCode {
@@ -40,6 +42,9 @@ pub(crate) fn run(store: Result<StoreConfig, String>) -> ExitCode {
     };
     let config = EngineConfig {
         store: Some(store),
+        // Every kept job was asked for by name of `keep` and ends with its TTL: the keeper
+        // holds hundreds (a server's default cap, 32, is for one session's jobs).
+        max_running: KEEPER_MAX_RUNNING,
         program: std::env::current_exe().ok(),
         ..EngineConfig::default()
     };
