@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ptyjobs_engine::{JobInfo, JobSpec, JobStatus, Store, keep_job, load_services};
+use ptyjobs_engine::{Error, JobInfo, JobSpec, JobStatus, Store, keep_job, load_services};
 
 use super::format::{json_safe, one_line};
 use super::out::Out;
@@ -105,13 +105,14 @@ pub(crate) fn start_service(
     print(&job, json)
 }
 
-/// `ptyjobs kill --kept`: ends every running kept job (of every keeper, live or gone) through
+/// `ptyjobs kill --kept`: ends every kept job that runs, or whose keeper is gone while its
+/// record still said running (what ignored the hang-up is ended; the record is rewritten), through
 /// the kill path, and prints each.
 pub(crate) fn kill_kept(store: &Store, grace_ms: u64) -> CmdResult {
     let kept: Vec<_> = store
         .records()
         .into_iter()
-        .filter(|j| j.record.kept && j.record.status == JobStatus::Running)
+        .filter(|j| j.record.kept && (j.record.status == JobStatus::Running || j.orphaned))
         .collect();
     let mut out = Out::new();
     if kept.is_empty() {
@@ -128,6 +129,10 @@ pub(crate) fn kill_kept(store: &Store, grace_ms: u64) -> CmdResult {
                 "killed {id}; still alive after SIGKILL: pid {:?}",
                 report.survivors
             ))?,
+            // Its keeper is gone and nothing of it was left: the record now says so.
+            Err(Error::NotRunning { .. }) if job.orphaned => {
+                out.line(&format!("{id} had ended with its keeper"))?;
+            }
             Err(e) => {
                 eprintln!("ptyjobs: {id}: {}", one_line(&describe(&e)));
                 failed = true;

@@ -107,3 +107,42 @@ fn services_start_keeps_the_service_and_an_ensure_finds_it_again() {
     assert_eq!(unknown.code, 1, "{unknown:?}");
     assert!(unknown.stderr.contains("nope"), "{unknown:?}");
 }
+
+/// `kill --kept` also ends what a SIGKILLed keeper left behind (a process that ignored the
+/// hang-up), proven as the job's, and the record says the job was killed.
+#[test]
+fn kill_kept_ends_what_a_dead_keeper_left() {
+    let s = State::new();
+    let r = s.cli(&[
+        "run",
+        "--keep",
+        "--name",
+        "stubborn",
+        "--",
+        "trap '' HUP; sleep 1000 & sleep 1001; wait",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let st = s.status("stubborn");
+    let pid = st["pid"].as_u64().expect("pid") as u32;
+    let keeper = st["server_pid"].as_u64().expect("server pid") as u32;
+    wait_until("the job's two sleeps", || {
+        (session_processes(pid).len() >= 3).then_some(())
+    });
+    crate::procs::kill(keeper, libc::SIGKILL);
+    wait_until("the keeper to die", || {
+        matches!(crate::procs::stat(keeper), None | Some(('Z' | 'X', _))).then_some(())
+    });
+    // The whole job ignored the hang-up: its record reads killed ("server stopped"), its
+    // processes live on until something ends them.
+    assert!(
+        session_processes(pid).len() >= 3,
+        "the job ignored the hang-up"
+    );
+    let k = s.cli(&["kill", "--kept", "--grace-ms", "500"]);
+    assert_eq!(k.code, 0, "{k:?}");
+    wait_until("nothing of the job left", || {
+        session_processes(pid).is_empty().then_some(())
+    });
+    let st = s.status(&r.stdout.trim().to_owned());
+    assert_eq!(st["status"], "killed", "{st}");
+}
