@@ -143,6 +143,6 @@ fn kill_kept_ends_what_a_dead_keeper_left() {
     wait_until("nothing of the job left", || {
         session_processes(pid).is_empty().then_some(())
     });
-    let st = s.status(&r.stdout.trim().to_owned());
+    let st = s.status(r.stdout.trim());
     assert_eq!(st["status"], "killed", "{st}");
 }
