@@ -222,3 +222,54 @@ pub(super) async fn start(jobs: &JobManager, request: AttachStart) -> StartReply
         Err(e) => StartReply::refused(format!("the start failed: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_request_carries_a_kept_spec_and_its_ttl() {
+        let spec = JobSpec {
+            name: Some("web".into()),
+            ensure: true,
+            auto_port: true,
+            timeout: Some(Duration::from_millis(1500)),
+            keep: true,
+            keep_ttl: Some(Duration::from_secs(60)),
+            ..JobSpec::new("npm run dev")
+        };
+        let request = AttachStart::of(&spec, PathBuf::from("/p"));
+        let json = serde_json::to_string(&request).unwrap();
+        let back: AttachStart = serde_json::from_str(&json).unwrap();
+        let kept = back.spec();
+        assert!(kept.keep);
+        assert_eq!(kept.keep_ttl, Some(Duration::from_secs(60)));
+        assert_eq!(kept.cwd.as_deref(), Some(std::path::Path::new("/p")));
+        assert_eq!(kept.name.as_deref(), Some("web"));
+        assert!(kept.ensure && kept.auto_port);
+        assert_eq!(kept.timeout, Some(Duration::from_millis(1500)));
+        let forever = AttachStart::of(
+            &JobSpec {
+                keep: true,
+                ..JobSpec::new("x")
+            },
+            PathBuf::from("/"),
+        );
+        assert_eq!(forever.spec().keep_ttl, None, "no TTL: kept until killed");
+    }
+
+    #[test]
+    fn a_start_request_is_a_version_5_hello_with_start() {
+        let hello = |version, start: Option<AttachStart>| AttachHello {
+            version,
+            job_id: String::new(),
+            cols: 0,
+            rows: 0,
+            restart: None,
+            start: start.map(Box::new),
+        };
+        assert!(checked(hello(ATTACH_START_VERSION, Some(AttachStart::default()))).is_ok());
+        assert!(checked(hello(ATTACH_START_VERSION, None)).is_err());
+        assert!(checked(hello(2, Some(AttachStart::default()))).is_err());
+    }
+}

@@ -84,3 +84,56 @@ pub(super) fn publish(mut file: File, instance: &str) -> io::Result<Held> {
     file.sync_data()?;
     Ok(Held(file))
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn found(dir: &Path) -> &'static str {
+        match find(dir) {
+            Ok(Found::None) => "none",
+            Ok(Found::NotReady) => "not ready",
+            Ok(Found::At(_)) => "at",
+            Err(_) => "refused",
+        }
+    }
+
+    #[test]
+    fn a_keeper_is_found_only_through_its_lock_and_its_own_socket() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        assert_eq!(found(dir), "none", "nobody holds the lock");
+        let held = take(dir, std::time::Duration::ZERO)
+            .unwrap()
+            .expect("the lock");
+        assert!(
+            take(dir, std::time::Duration::ZERO).unwrap().is_none(),
+            "a second keeper leaves"
+        );
+        assert_eq!(found(dir), "not ready", "no instance written yet");
+        let instance = "0123456789abcdef-0000";
+        let held = publish(held, instance).unwrap();
+        assert_eq!(found(dir), "not ready", "no socket yet");
+        let sock = attach_socket_path(dir, instance);
+        let elsewhere = dir.join("elsewhere.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &sock).unwrap();
+        assert_eq!(found(dir), "refused", "a link is never followed");
+        std::fs::remove_file(&sock).unwrap();
+        let _own = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        assert_eq!(found(dir), "at");
+        drop(held);
+        assert_eq!(found(dir), "none", "the lock goes with the keeper");
+    }
+
+    #[test]
+    fn a_planted_lock_file_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("target");
+        std::fs::write(&target, "x").unwrap();
+        std::os::unix::fs::symlink(&target, tmp.path().join(crate::keep::LOCK_FILE)).unwrap();
+        assert_eq!(found(tmp.path()), "refused");
+        assert!(take(tmp.path(), std::time::Duration::ZERO).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "x");
+    }
+}
