@@ -142,7 +142,11 @@ fn start_keeper(dir: &Path, given: Option<&Path>) -> Result<()> {
         .arg("--state-dir")
         .arg(dir)
         .current_dir(dir)
-        .env_remove("PTYJOBS_NO_PERSIST");
+        .env_remove("PTYJOBS_NO_PERSIST")
+        // A starter that is itself a job (an agent's `ptyjobs run --keep` inside one) must
+        // not hand its job marker down: the kill path would take the keeper, and with it
+        // every kept job, for an escapee of that job.
+        .env_remove(crate::jobenv::JOB_ID_ENV);
     keeper::spawn_detached(&mut command, log).map_err(|e| {
         Error::Io(io::Error::new(
             e.kind(),

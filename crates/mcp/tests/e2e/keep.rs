@@ -474,3 +474,33 @@ async fn starters_racing_leave_one_keeper() {
     assert_eq!(state.records().len(), 4);
     assert_eq!(owners.len(), 1, "one keeper: {owners:?}");
 }
+
+/// A kept job started from inside a job (an agent's `ptyjobs run --keep` in a shell job)
+/// outlives that job's kill: the keeper does not carry the outer job's marker.
+#[tokio::test]
+async fn a_job_kept_from_inside_a_job_survives_that_jobs_kill() {
+    let state = State::new();
+    let a = state.server().await;
+    let dir = state.path().to_str().expect("utf-8");
+    let (outer, _) = a
+        .exec(&format!(
+            "{BIN} --state-dir {dir} run --keep --name inner -- sleep 1000; sleep 1000"
+        ))
+        .await;
+    let inner = wait_until("the inner kept job", DEADLINE, || async {
+        let list = a.ok("list_jobs", json!({ "status": "running" })).await;
+        list["jobs"]
+            .as_array()?
+            .iter()
+            .find(|j| j["name"] == "inner")
+            .cloned()
+    })
+    .await;
+    let pid = inner["pid"].as_u64().expect("pid") as u32;
+    let killed = a.ok("kill_job", json!({ "job_id": outer })).await;
+    assert_eq!(killed["status"], "killed", "{killed}");
+    assert!(alive(pid), "the kept job runs on");
+    assert!(alive(
+        state.owner_pid(inner["job_id"].as_str().expect("id"))
+    ));
+}
