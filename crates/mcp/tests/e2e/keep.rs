@@ -504,3 +504,26 @@ async fn a_job_kept_from_inside_a_job_survives_that_jobs_kill() {
         state.owner_pid(inner["job_id"].as_str().expect("id"))
     ));
 }
+
+/// `keep` where it cannot be honoured is refused with a reason, never ignored: a server without
+/// a state directory, and a service (kept services: `ptyjobs services --start`).
+#[tokio::test]
+async fn keep_without_a_state_directory_or_with_a_service_is_refused() {
+    let s = Server::start(&["--no-persist"]).await;
+    let e = s
+        .tool_error(
+            "execute_command",
+            json!({ "command": "sleep 1", "keep": true }),
+        )
+        .await;
+    assert!(e.contains("state directory"), "{e}");
+    let project = tempfile::tempdir().expect("project");
+    std::fs::write(project.path().join("Procfile"), "web: sleep 300\n").expect("Procfile");
+    let e = s
+        .tool_error(
+            "execute_command",
+            json!({ "service": "web", "keep": true, "cwd": project.path() }),
+        )
+        .await;
+    assert!(e.contains("leave out keep"), "{e}");
+}
