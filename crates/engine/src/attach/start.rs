@@ -259,6 +259,25 @@ mod tests {
     }
 
     #[test]
+    fn a_start_that_races_the_close_is_refused_as_closing() {
+        // The gate is this process's: put back as it was at the end.
+        let saved = std::mem::take(&mut *lock(&GATE));
+        assert!(Serving::enter().is_err_and(|r| !r.closing), "not a keeper");
+        become_keeper();
+        let serving = Serving::enter().expect("a keeper serves starts");
+        assert!(
+            !close_if_idle(|| true),
+            "a start being served keeps it open"
+        );
+        drop(serving);
+        assert!(!close_if_idle(|| false), "a running job keeps it open");
+        assert!(close_if_idle(|| true), "idle: closed");
+        let refused = Serving::enter().err().expect("refused once closed");
+        assert!(refused.closing, "{refused:?}");
+        *lock(&GATE) = saved;
+    }
+
+    #[test]
     fn a_start_request_is_a_version_5_hello_with_start() {
         let hello = |version, start: Option<AttachStart>| AttachHello {
             version,

@@ -146,3 +146,26 @@ fn kill_kept_ends_what_a_dead_keeper_left() {
     let st = s.status(r.stdout.trim());
     assert_eq!(st["status"], "killed", "{st}");
 }
+
+/// Starts that race a keeper's exit (it leaves as soon as it is idle here) are answered by a
+/// new keeper: every one succeeds.
+#[test]
+fn starts_racing_the_keepers_exit_all_succeed() {
+    let s = State::new();
+    for i in 0..12 {
+        let out = std::process::Command::new(crate::harness::BIN)
+            .arg("--state-dir")
+            .arg(s.0.path())
+            .args(["run", "--keep", "--", "true"])
+            .env("PTYJOBS_KEEPER_IDLE_MS", "0")
+            .output()
+            .expect("ptyjobs run");
+        assert!(
+            out.status.success(),
+            "start {i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Vary the moment of the next start against the keeper's looks (every 250 ms).
+        std::thread::sleep(std::time::Duration::from_millis(40 * (i % 8)));
+    }
+}
