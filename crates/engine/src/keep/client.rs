@@ -18,6 +18,8 @@ use crate::sys::{attach, keeper};
 const READY_WITHIN: Duration = Duration::from_secs(15);
 /// How often it looks meanwhile.
 const LOOK_EVERY: Duration = Duration::from_millis(5);
+/// Past this size the keeper's log is emptied when the next keeper starts.
+const LOG_CAP: u64 = 1 << 20;
 /// Longest answer read (a job's record).
 const ANSWER_MAX: u64 = 1 << 20;
 
@@ -136,6 +138,10 @@ fn program(given: Option<&Path>) -> Result<PathBuf> {
 fn start_keeper(dir: &Path, given: Option<&Path>) -> Result<()> {
     let program = program(given)?;
     let log = keeper::open_private(&dir.join(super::LOG_FILE), true)?;
+    // Each keeper appends; a log past its cap starts again (the newest keeper's is the one read).
+    if log.metadata().is_ok_and(|m| m.len() > LOG_CAP) {
+        log.set_len(0)?;
+    }
     let mut command = Command::new(&program);
     command
         .arg("keeper")
