@@ -221,6 +221,16 @@ export const WIN32_GNU_POSTLUDE = `
 if (__ptyjobsWin32Gnu) delete process.env.NAPI_RS_NATIVE_LIBRARY_PATH
 `
 
+/** Kept jobs (`execute(cmd, { keep: true })`) run in `ptyjobs keeper`: the server binary of the
+ *  platform package, next to the addon. The engine finds it through PTYJOBS_BIN (a user's own
+ *  setting wins); a platform without a binary leaves it unset, and `keep` then says so. */
+export const KEEPER_POSTLUDE = `
+// ptyjobs: where kept jobs' keeper is (the platform package's server binary).
+if (!process.env.PTYJOBS_BIN) {
+  try { process.env.PTYJOBS_BIN = require('./lib/platform.js').resolveBinary().binary } catch (_) {}
+}
+`
+
 /** The main package's `main` is napi's generated loader, committed in crates/node. */
 function fillMain () {
   let copied = 0
@@ -228,7 +238,7 @@ function fillMain () {
     const src = join(NODE_CRATE, f)
     if (!existsSync(src)) { log(`WARNING: ${src.slice(ROOT.length + 1)} is missing: require('ptyjobs') will not load until the binding lands`); continue }
     const text = readFileSync(src, 'utf8')
-    writeFileSync(join(NPM_DIR, 'ptyjobs', f), f === 'index.js' ? WIN32_GNU_PRELUDE + text + WIN32_GNU_POSTLUDE : text)
+    writeFileSync(join(NPM_DIR, 'ptyjobs', f), f === 'index.js' ? WIN32_GNU_PRELUDE + text + WIN32_GNU_POSTLUDE + KEEPER_POSTLUDE : text)
     copied++
   }
   return copied

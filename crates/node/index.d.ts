@@ -317,6 +317,17 @@ export interface ExecuteOptions {
    * explicit `env.PORT` is the port instead); a `listening` wait then counts only it.
    */
   autoPort?: boolean
+  /**
+   * Keep the job running after this process ends: the state directory's keeper (the
+   * `ptyjobs` binary of the platform package, or `PTYJOBS_BIN`) runs it. Needs a state
+   * directory; Linux and macOS only (`IO_ERROR` elsewhere). Blocks while a keeper starts.
+   */
+  keep?: boolean
+  /**
+   * With `keep`: end the job this many seconds after its start (default 86400; 0: only
+   * when killed).
+   */
+  keepTtlSecs?: number
 }
 
 /** How a program waiting for input reads its terminal. */
@@ -390,6 +401,13 @@ export interface JobInfo {
   ports: Array<Port>
   /** The port `autoPort` picked (also the job's `PORT`). */
   port?: number
+  /**
+   * True for a kept job (`execute` with `keep`): the state directory's keeper runs it and
+   * it outlives this process.
+   */
+  kept: boolean
+  /** When a kept job's TTL ends (ISO 8601); absent: kept until killed. */
+  keepUntil?: string
 }
 
 /** A job's state. */

@@ -6,7 +6,10 @@
 //!   no processing at all — the physical limit;
 //! - vt100 only: the same bare reader feeding every read into `Terminal::emulator_only` (what a
 //!   design that sends every byte through the emulator on the reader's thread would get);
-//! - engine: `JobManager::execute` → `wait`, i.e. spawn → job final with all output held.
+//! - engine: `JobManager::execute` → `wait`, i.e. spawn → job final with all output held;
+//! - kept: the same job kept (`JobSpec::keep`): the state directory's keeper (the sibling
+//!   `ptyjobs` binary, kept up between runs) runs it; timed from the request until its record
+//!   says final (looked at every 2 ms).
 //!
 //! `throughput produce <kind> <bytes>` is the producer itself.
 
@@ -18,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use ptyjobs_bench::{KINDS, sample, target_row, targets_header};
-use ptyjobs_engine::{EngineConfig, JobManager, JobSpec, Terminal};
+use ptyjobs_engine::{EngineConfig, JobManager, JobSpec, StoreConfig, Terminal};
 
 fn produce(kind: &str, total: usize) {
     let chunk = sample(kind);
@@ -86,6 +89,21 @@ async fn engine(m: &JobManager, kind: &str, bytes: usize) -> Duration {
     t.elapsed()
 }
 
+/// Kept: the keeper runs the job; from the start request until the record says final.
+async fn kept(m: &JobManager, kind: &str, bytes: usize) -> Duration {
+    let t = Instant::now();
+    let job = m
+        .execute(JobSpec {
+            keep: true,
+            ..JobSpec::new(producer_command(kind, bytes))
+        })
+        .expect("execute kept");
+    while !m.status(job.id).expect("status").status.is_final() {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    t.elapsed()
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -113,31 +131,53 @@ fn main() {
          job final with all output held (engine); median of 3, interleaved.\n"
     );
     println!(
-        "| output | bare PTY reader | bare reader + vt100 only | ratio | through ptyjobs' engine | ratio |"
+        "| output | bare PTY reader | bare reader + vt100 only | ratio | through ptyjobs' engine | ratio | kept (the keeper) | ratio |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
+    // The keeper stays up between runs (it inherits this environment).
+    // SAFETY: set before any thread of this process reads the environment.
+    unsafe { std::env::set_var("PTYJOBS_KEEPER_IDLE_MS", "600000") };
     rt.block_on(async {
         let m = JobManager::new(EngineConfig {
             max_running: 4,
             ..EngineConfig::default()
         })
         .expect("manager");
+        // Kept jobs need a state directory (run.sh gives one per bench).
+        let state = std::env::var_os("PTYJOBS_STATE_DIR").map_or_else(
+            || std::env::temp_dir().join(format!("ptyjobs-bench-{}", std::process::id())),
+            std::path::PathBuf::from,
+        );
+        let mk = JobManager::new(EngineConfig {
+            max_running: 4,
+            store: Some(StoreConfig::new(state)),
+            program: Some(ptyjobs_bench::sibling("ptyjobs")),
+            ..EngineConfig::default()
+        })
+        .expect("manager with a state directory");
+        // Starts the keeper, outside the timings.
+        kept(&mk, "plain", 1000).await;
+        let mut kept_ratios = Vec::new();
         for kind in KINDS {
-            let (mut b, mut v, mut e) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut b, mut v, mut e, mut k) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for _ in 0..3 {
                 b.push(bare(kind, bytes, None));
                 v.push(bare(kind, bytes, Some(emu())));
                 e.push(engine(&m, kind, bytes).await);
+                k.push(kept(&mk, kind, bytes).await);
             }
-            let (b, v, e) = (median(b), median(v), median(e));
+            let (b, v, e, k) = (median(b), median(v), median(e), median(k));
             let rate = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e6;
             let re = b.as_secs_f64() / e.as_secs_f64();
+            let rk = b.as_secs_f64() / k.as_secs_f64();
+            kept_ratios.push((kind, rk));
             println!(
-                "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × | {:.0} MB/s | {re:.2} × |",
+                "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × | {:.0} MB/s | {re:.2} × | {:.0} MB/s | {rk:.2} × |",
                 rate(b),
                 rate(v),
                 b.as_secs_f64() / v.as_secs_f64(),
                 rate(e),
+                rate(k),
             );
             // Issue 14: plain and ANSI at 0.8 × the PTY; progress redraws at 0.6 ×.
             let want = if kind == "progress" { 0.6 } else { 0.8 };
@@ -147,7 +187,24 @@ fn main() {
                 re >= want,
             ));
         }
+        for (kind, rk) in kept_ratios {
+            // Issue 23: a kept job reads like any job (≥ 0.8 × the bare reader).
+            let want = if kind == "progress" { 0.6 } else { 0.8 };
+            verdicts.push(target_row(
+                &format!("{kind}: a kept job ≥ {want} × bare PTY reader"),
+                &format!("{rk:.2} ×"),
+                rk >= want,
+            ));
+        }
         m.shutdown().await;
+        // The keeper was told to stay up; it leaves at SIGTERM (its jobs are all done).
+        if let Some(job) = mk.list().into_iter().find(|j| j.kept) {
+            let owner = mk.store().and_then(|s| s.load(job.id).ok());
+            if let Some(pid) = owner.map(|o| o.record.server.process.pid) {
+                // SAFETY: kill(2) takes plain integers.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            }
+        }
     });
     println!();
     println!("{}", targets_header());

@@ -45,6 +45,10 @@ pub struct EngineConfig {
     /// Where job records and logs are kept across restarts; `None` (the default) keeps
     /// everything in memory.
     pub store: Option<crate::store::StoreConfig>,
+    /// The `ptyjobs` executable, started (as `ptyjobs keeper`) to hold kept jobs when no
+    /// keeper runs on the state directory yet. `None` (the default): `PTYJOBS_BIN`, else
+    /// keeping a job fails with a message that says so.
+    pub program: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -63,6 +67,7 @@ impl Default for EngineConfig {
             max_wait: Duration::from_secs(50),
             editor: None,
             store: None,
+            program: None,
         }
     }
 }

@@ -48,9 +48,19 @@ impl JobManager {
     /// ensures of one name start exactly one job. A job started by a restart does not count
     /// the job it replaces (`spec.replaces`).
     ///
+    /// With `spec.keep` the job is started by the state directory's keeper instead (a
+    /// process that outlives this one, started when none runs: this call then blocks up to a
+    /// few hundred milliseconds), through this same verb there; see `crate::keep`.
+    ///
     /// # Errors
-    /// As [`Self::execute`]; [`Error::InvalidArgument`] for `ensure` without a name.
+    /// As [`Self::execute`]; [`Error::InvalidArgument`] for `ensure` without a name. With
+    /// `keep`: `Unsupported` on Windows, and the errors of the keeper's start.
     pub fn ensure(&self, spec: JobSpec) -> Result<Started> {
+        // A kept job runs in the state directory's keeper (started when none runs; blocking).
+        if spec.keep && !crate::attach::start::is_keeper() {
+            let (info, reused) = crate::keep::start_kept(self, spec)?;
+            return Ok(Started { info, reused });
+        }
         let Some(name) = spec.name.clone() else {
             if spec.ensure {
                 return Err(Error::InvalidArgument(

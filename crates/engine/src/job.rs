@@ -56,7 +56,16 @@ pub struct JobSpec {
     pub auto_port: bool,
     /// The job this one replaces (set by restart).
     pub replaces: Option<JobId>,
+    /// Keep the job running after this process ends: it is started by the state directory's
+    /// keeper (see [`crate::JobManager::ensure`]). Needs a state directory; Unix only.
+    pub keep: bool,
+    /// With `keep`: end the job (through the kill path, reason [`KEEP_TTL_REASON`]) this long
+    /// after its start; `None`: only when killed.
+    pub keep_ttl: Option<Duration>,
 }
+
+/// The reason recorded for a kept job ended because its keep TTL ran out.
+pub const KEEP_TTL_REASON: &str = "keep_ttl ended";
 
 impl JobSpec {
     /// A spec for `command` with every option at its default.
@@ -159,6 +168,13 @@ pub struct JobInfo {
     /// The job this one replaced, when it was started by a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<JobId>,
+    /// Whether the job is kept: it runs in the state directory's keeper and outlives the
+    /// process that asked for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+    /// When a kept job's keep TTL runs out (it is then killed); `None`: kept until killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_until: Option<DateTime<Utc>>,
 }
 
 /// A TCP socket in the listening state held by one of a job's processes.

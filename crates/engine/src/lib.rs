@@ -32,6 +32,7 @@ mod input_queue;
 mod interact;
 mod job;
 mod jobenv;
+mod keep;
 mod keys;
 mod kill;
 mod manager;
@@ -56,16 +57,20 @@ mod terminal;
 mod wait;
 
 pub use attach::{
-    ATTACH_RESTART_VERSION, ATTACH_VERSION, AttachHello, AttachReply, AttachRestart, AttachServer,
-    attach_keys_frame, attach_resize_frame, attach_socket_path,
+    ATTACH_RESTART_VERSION, ATTACH_START_VERSION, ATTACH_VERSION, AttachHello, AttachReply,
+    AttachRestart, AttachServer, AttachStart, StartReply, attach_keys_frame, attach_resize_frame,
+    attach_socket_path,
 };
 pub use config::{EngineConfig, prefer_prompt_wakeups, raise_fd_limit};
 pub use ensure::Started;
 pub use error::{Error, NameTaken, Result};
 pub use follow::{Follow, Followed};
 pub use interact::{Interaction, typed_input};
-pub use job::{InputMode, InputWait, JobId, JobInfo, JobSpec, JobStatus, Listener};
+pub use job::{
+    InputMode, InputWait, JobId, JobInfo, JobSpec, JobStatus, KEEP_TTL_REASON, Listener,
+};
 pub use jobenv::JOB_ID_ENV;
+pub use keep::{PROGRAM_ENV, keep_job, run_keeper};
 pub use keys::encode_keys;
 pub use kill::MAX_KILL_GRACE;
 pub use manager::{JobEvent, JobManager};

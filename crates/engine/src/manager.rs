@@ -83,6 +83,9 @@ pub(crate) struct Job {
     pub(crate) port: Option<u16>,
     /// The job this one replaced (restart).
     pub(crate) replaces: Option<JobId>,
+    /// Kept (run by the keeper), and until when (see [`JobInfo::keep_until`]).
+    pub(crate) kept: bool,
+    pub(crate) keep_until: Option<DateTime<Utc>>,
     /// The extra environment it was started with (in memory only: a restart reuses it).
     pub(crate) env: std::collections::BTreeMap<String, String>,
     pub(crate) pid: u32,
@@ -143,6 +146,8 @@ impl Job {
             ports: Vec::new(),
             port: self.port,
             replaces: self.replaces,
+            kept: self.kept,
+            keep_until: self.keep_until,
         }
     }
 

@@ -66,6 +66,11 @@ impl JobManager {
             rows: Some(old.size.1),
             name: old.name.clone(),
             replaces: Some(id),
+            // A kept job's successor is kept too, for what is left of its TTL.
+            keep: old.kept,
+            keep_ttl: old
+                .keep_until
+                .map(|until| (until - chrono::Utc::now()).to_std().unwrap_or_default()),
             ..JobSpec::default()
         };
         let this = self.clone();

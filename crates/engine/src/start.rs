@@ -69,6 +69,8 @@ impl JobManager {
             cwd,
             port,
             replaces: spec.replaces,
+            kept: spec.keep,
+            keep_until: keep_until(&spec),
             env: spec.env.clone(),
             pid: spawned.pid,
             leader: child.leader.clone(),
@@ -120,6 +122,19 @@ impl JobManager {
                 if let Some(inner) = weak.upgrade() {
                     let grace = inner.config.grace(None);
                     inner.kill(id, Signal::TERM, grace, "timeout").await;
+                }
+            });
+        }
+        if let Some(ttl) = spec.keep_ttl.filter(|_| spec.keep) {
+            // The keeper ends a kept job when its TTL runs out, through the one kill path.
+            let weak = Arc::downgrade(inner);
+            inner.runtime.spawn(async move {
+                tokio::time::sleep(ttl).await;
+                if let Some(inner) = weak.upgrade() {
+                    let grace = inner.config.grace(None);
+                    inner
+                        .kill(id, Signal::TERM, grace, crate::job::KEEP_TTL_REASON)
+                        .await;
                 }
             });
         }
@@ -269,6 +284,12 @@ impl Drop for ChildGuard {
         );
         spawn::reap_abandoned(&self.leader);
     }
+}
+
+/// When a kept job's TTL runs out, counted from now (its start).
+fn keep_until(spec: &JobSpec) -> Option<chrono::DateTime<Utc>> {
+    let ttl = spec.keep_ttl.filter(|_| spec.keep)?;
+    Some(Utc::now() + chrono::TimeDelta::from_std(ttl).ok()?)
 }
 
 /// The job's own environment with `PORT` set to the `auto_port` port (when it is not set

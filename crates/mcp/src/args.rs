@@ -124,6 +124,8 @@ impl ServeArgs {
             max_wait: Duration::from_secs_f64(self.max_wait_secs),
             editor: self.editor.clone(),
             store,
+            // A kept job's keeper is this same program (`ptyjobs keeper`).
+            program: std::env::current_exe().ok(),
             ..EngineConfig::default()
         })
     }

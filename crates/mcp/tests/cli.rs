@@ -7,6 +7,8 @@
 mod harness;
 #[path = "cli/name_cwd.rs"]
 mod name_cwd;
+#[path = "cli/keep.rs"]
+mod keep;
 #[path = "cli/names.rs"]
 mod names;
 #[path = "cli/ports.rs"]

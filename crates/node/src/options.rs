@@ -144,6 +144,13 @@ pub struct ExecuteOptions {
     /// Pick a free TCP port, give it to the job as `PORT` and answer it as `info.port` (an
     /// explicit `env.PORT` is the port instead); a `listening` wait then counts only it.
     pub auto_port: Option<bool>,
+    /// Keep the job running after this process ends: the state directory's keeper (the
+    /// `ptyjobs` binary of the platform package, or `PTYJOBS_BIN`) runs it. Needs a state
+    /// directory; Linux and macOS only (`IO_ERROR` elsewhere). Blocks while a keeper starts.
+    pub keep: Option<bool>,
+    /// With `keep`: end the job this many seconds after its start (default 86400; 0: only
+    /// when killed).
+    pub keep_ttl_secs: Option<f64>,
 }
 
 /// Options of `restart(jobIdOrName, options?)`.

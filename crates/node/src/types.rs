@@ -197,6 +197,11 @@ pub struct JobInfo {
     pub ports: Vec<Port>,
     /// The port `autoPort` picked (also the job's `PORT`).
     pub port: Option<u32>,
+    /// True for a kept job (`execute` with `keep`): the state directory's keeper runs it and
+    /// it outlives this process.
+    pub kept: bool,
+    /// When a kept job's TTL ends (ISO 8601); absent: kept until killed.
+    pub keep_until: Option<String>,
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -235,6 +240,8 @@ impl From<engine::JobInfo> for JobInfo {
             reused: None,
             ports: ports(i.ports),
             port: i.port.map(u32::from),
+            kept: i.kept,
+            keep_until: i.keep_until.map(iso),
         }
     }
 }

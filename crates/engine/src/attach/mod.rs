@@ -11,6 +11,7 @@ mod restart;
 mod session;
 mod size;
 mod socket;
+pub(crate) mod start;
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +25,11 @@ pub const ATTACH_VERSION: u32 = 2;
 /// it refuse it as an unknown version instead of taking it for an attach.
 pub const ATTACH_RESTART_VERSION: u32 = 3;
 
+/// The protocol version of a start request ([`AttachHello::start`], answered by a keeper).
+pub const ATTACH_START_VERSION: u32 = 5;
+
 pub use frames::{attach_keys_frame, attach_resize_frame};
+pub use start::{AttachStart, StartReply};
 
 /// The first line a client sends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +48,11 @@ pub struct AttachHello {
     /// has the job's live server (which outlives the CLI) start the new job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<AttachRestart>,
+    /// Instead of attaching, start a kept job (version [`ATTACH_START_VERSION`] only; a
+    /// keeper alone accepts it): the keeper answers one [`StartReply`] and closes. How a
+    /// server, the CLI or a Node program has the state directory's keeper run a kept job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Box<AttachStart>>,
 }
 
 /// What a restart request changes ([`crate::JobManager::restart`]'s `command` and `env`).
@@ -107,6 +117,11 @@ pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
 ///    A hello of version [`ATTACH_RESTART_VERSION`] with `restart` asks the server to restart
 ///    the job (any job of the state directory; the new job is the server's) instead: it
 ///    answers one [`AttachReply`] carrying the new job (`job`) or the error, and closes.
+///
+///    A hello of version [`ATTACH_START_VERSION`] with `start` asks a keeper (see
+///    `crate::keep`) to start a kept job ([`AttachStart`]): it answers one [`StartReply`]
+///    (the job, or the error, or `closing` when the keeper is leaving) and closes; a server
+///    that is not a keeper refuses it.
 /// 2. The server answers one line of JSON: [`AttachReply`]. With `ok: false` (unknown job, a
 ///    job that is not running or not this server's, another uid, a bad hello) it closes.
 /// 3. Then raw bytes both ways, until either side closes:

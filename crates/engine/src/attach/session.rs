@@ -103,6 +103,9 @@ async fn read_hello(
     }
     let hello: AttachHello =
         serde_json::from_slice(&line).map_err(|e| format!("bad hello: {e}"))?;
+    if hello.start.is_some() || hello.version == super::ATTACH_START_VERSION {
+        return super::start::checked(hello);
+    }
     if !(1..=ATTACH_RESTART_VERSION).contains(&hello.version) {
         return Err(format!(
             "protocol version {} is not supported (this server speaks {ATTACH_VERSION}, and \
@@ -210,6 +213,13 @@ async fn serve(jobs: JobManager, (uid, rd, mut wr): Peer) -> io::Result<()> {
             }
             Err(why) => refuse(rd, &mut wr, why).await,
         };
+    }
+    if let Some(start) = hello.start.clone() {
+        let answer = super::start::start(&jobs, *start).await;
+        let mut line = serde_json::to_vec(&answer).map_err(io::Error::other)?;
+        line.push(b'\n');
+        wr.write_all(&line).await?;
+        return wr.shutdown().await;
     }
     let (hello, job) = match find(&jobs, &hello).map(|job| (hello, job)) {
         Ok(found) => found,

@@ -173,6 +173,7 @@ pub(crate) fn run(store: &Store, prefix: &str, cwd: Option<&Path>) -> CmdResult 
         cols,
         rows,
         restart: None,
+        start: None,
     };
     let mut line = serde_json::to_vec(&hello).map_err(|e| Failure::msg(e.to_string()))?;
     line.push(b'\n');

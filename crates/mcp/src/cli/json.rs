@@ -41,6 +41,10 @@ pub(crate) struct JobJson {
     pub input: Option<InputWait>,
     /// The TCP listeners of the job's processes while it runs (`address`, `port`, `pid`).
     pub ports: Vec<Listener>,
+    /// Whether the job is kept (run by the state directory's keeper; outlives its starter).
+    pub kept: bool,
+    /// When a kept job's TTL ends; `null`: kept until killed (or not kept).
+    pub keep_until: Option<String>,
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -70,6 +74,8 @@ impl From<&StoredJob> for JobJson {
             log_truncated: r.log_truncated,
             input: info.input,
             ports: Vec::new(),
+            kept: info.kept,
+            keep_until: info.keep_until.map(rfc3339),
         }
     }
 }

@@ -50,6 +50,8 @@ pub(crate) fn run(store: &Store, status: Option<&str>, json: bool) -> CmdResult 
 
 /// What the STATUS cell of a running job that waits for input says.
 const WAITING: &str = "waiting for input";
+/// What the STATUS cell of a running kept job says (its keeper runs it).
+const KEPT: &str = "running (kept)";
 
 /// One table row, as plain text (colour is added when printing).
 struct Row {
@@ -58,6 +60,8 @@ struct Row {
     status: JobStatus,
     /// The running job waits for input: the STATUS cell says [`WAITING`] instead of `running`.
     waiting: bool,
+    /// A running kept job: the STATUS cell says [`KEPT`].
+    kept: bool,
     exit: String,
     started: String,
     duration: String,
@@ -79,6 +83,7 @@ impl Row {
             name: truncate(&one_line(info.name.as_deref().unwrap_or("-")), NAME_MAX),
             status: info.status,
             waiting: info.input.is_some(),
+            kept: info.kept && !info.status.is_final(),
             exit,
             started: local_time(info.started),
             duration: duration(info.duration_ms),
@@ -92,6 +97,8 @@ impl Row {
     fn status(&self) -> &str {
         if self.waiting {
             WAITING
+        } else if self.kept {
+            KEPT
         } else {
             self.status.as_str()
         }

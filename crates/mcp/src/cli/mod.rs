@@ -10,6 +10,8 @@
 mod attach;
 mod format;
 mod json;
+mod keep;
+mod keeper;
 mod list;
 mod logs;
 mod manage;
@@ -68,10 +70,14 @@ pub enum Command {
     /// Stop a running job and every process it started (TERM, then KILL after the grace).
     Kill {
         /// The job's id or a unique prefix of it.
-        id: String,
+        #[arg(required_unless_present = "kept", conflicts_with = "kept")]
+        id: Option<String>,
         /// Which directory, for a name live in several.
         #[arg(long)]
         cwd: Option<std::path::PathBuf>,
+        /// Instead of one job: every running kept job (of live and gone keepers alike).
+        #[arg(long)]
+        kept: bool,
         /// Milliseconds between TERM and KILL, at most 60000 (the engine's cap).
         #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(..=ptyjobs_engine::MAX_KILL_GRACE.as_millis() as u64))]
         grace_ms: u64,
@@ -93,6 +99,13 @@ pub enum Command {
         /// The project directory. Default: the current directory.
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// Start (or reuse) this service as a kept job, which outlives this command; prints
+        /// its id.
+        #[arg(long, value_name = "NAME")]
+        start: Option<String>,
+        /// With --start: end the kept job after this many seconds (0: only when killed).
+        #[arg(long, requires = "start", default_value_t = keep::DEFAULT_TTL_SECS)]
+        keep_ttl: u64,
         /// Print JSON (one array of services) instead of a table.
         #[arg(long)]
         json: bool,
@@ -113,6 +126,12 @@ pub enum Command {
     /// 2 an error, 124 the timeout passed.
     #[command(after_long_help = wait::AFTER_HELP)]
     Wait(wait::WaitArgs),
+    /// Start a kept job: it outlives this command, run by the state directory's keeper, until
+    /// killed or its --keep-ttl ends. Prints its id. Unix only.
+    Run(keep::RunArgs),
+    /// The state directory's keeper of kept jobs (started on demand; not for people).
+    #[command(hide = true)]
+    Keeper,
     /// Restart a job: a live server on the state directory ends its whole tree, waits until
     /// its ports are free and starts it again (same command, directory, environment, name).
     Restart {
@@ -188,7 +207,36 @@ pub(crate) type CmdResult = Result<(), Failure>;
 /// Runs one subcommand; the exit code is 0 on success, 1 on an error (printed on stderr).
 pub fn run(command: Command, store: Result<StoreConfig, String>) -> ExitCode {
     // A project's services are listed without any job records too (no server has run yet).
-    if let Command::Services { dir, json } = &command {
+    if let Command::Keeper = command {
+        return keeper::run(store);
+    }
+    // Kept jobs need the state directory, not its records (none may exist yet).
+    if let Command::Run(args) = command {
+        return finish(
+            store
+                .map_err(Failure::Message)
+                .and_then(|s| keep::run(&s.dir, args)),
+        );
+    }
+    if let Command::Services {
+        dir,
+        json,
+        start: Some(name),
+        keep_ttl,
+    } = command
+    {
+        let outcome = store
+            .map_err(Failure::Message)
+            .and_then(|s| keep::start_service(&s.dir, dir.as_deref(), &name, keep_ttl, json));
+        return finish(outcome);
+    }
+    if let Command::Services {
+        dir,
+        json,
+        start: None,
+        ..
+    } = &command
+    {
         let store = store.ok().and_then(|cfg| Store::open_reader(cfg).ok());
         return finish(services::run(store.as_ref(), dir.as_deref(), *json));
     }
@@ -226,10 +274,18 @@ fn dispatch(command: Command, store: &Store) -> CmdResult {
             follow,
         } => logs::run(store, &id, cwd.as_deref(), tail, follow),
         Command::Status { id, cwd, json } => status::run(store, &id, cwd.as_deref(), json),
-        Command::Kill { id, cwd, grace_ms } => manage::kill(store, &id, cwd.as_deref(), grace_ms),
+        Command::Kill {
+            kept: true,
+            grace_ms,
+            ..
+        } => keep::kill_kept(store, grace_ms),
+        Command::Kill {
+            id, cwd, grace_ms, ..
+        } => manage::kill(store, &id.unwrap_or_default(), cwd.as_deref(), grace_ms),
+        Command::Run(_) | Command::Keeper => unreachable!("run() answers them itself"),
         Command::Rm { ids, cwd } => manage::rm(store, &ids, cwd.as_deref()),
         Command::Prune => manage::prune(store),
-        Command::Services { dir, json } => services::run(Some(store), dir.as_deref(), json),
+        Command::Services { dir, json, .. } => services::run(Some(store), dir.as_deref(), json),
         Command::Wait(_) => unreachable!("run() answers wait itself"),
         #[cfg(unix)]
         Command::Attach { id, cwd } => attach::run(store, &id, cwd.as_deref()),

@@ -53,6 +53,15 @@ pub(crate) fn run(store: &Store, id: &str, cwd: Option<&Path>, json: bool) -> Cm
     fields.push(("command", one_line(&info.command)));
     fields.push(("cwd", one_line(&info.cwd.display().to_string())));
     fields.push(("status", info.status.to_string()));
+    if info.kept {
+        fields.push((
+            "kept",
+            info.keep_until.map_or_else(
+                || "yes, until killed".to_owned(),
+                |until| format!("yes, until {}", super::format::local_time(until)),
+            ),
+        ));
+    }
     if let Some(wait) = &info.input {
         fields.push(("input", waiting(wait)));
     }

@@ -48,6 +48,12 @@ pub struct ExecuteParams {
     /// Pick a free TCP port, give it as $PORT, answer it as `port`; `listening` waits for it.
     #[serde(default)]
     pub auto_port: bool,
+    /// Keep the job running after this server ends (Unix).
+    #[serde(default)]
+    pub keep: Option<bool>,
+    /// With keep: end it after this many seconds (default 86400; 0: never).
+    #[serde(default)]
+    pub keep_ttl_secs: Option<u64>,
 }
 
 /// Result of execute_command.
@@ -169,6 +175,12 @@ pub struct StatusResult {
     /// The port `auto_port` picked for the job.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
+    /// True for a kept job: it outlives its server (execute_command `keep`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+    /// When a kept job's keep_ttl_secs ends (RFC 3339); absent: kept until killed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_until: Option<String>,
 }
 
 impl From<JobInfo> for StatusResult {
@@ -193,6 +205,8 @@ impl From<JobInfo> for StatusResult {
             prompt: j.input.map(|w| w.prompt),
             ports: ports(j.ports),
             port: j.port,
+            kept: j.kept,
+            keep_until: j.keep_until.map(rfc3339),
         }
     }
 }
@@ -243,6 +257,12 @@ pub struct JobSummary {
     /// The TCP listeners of the job's own processes (absent when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<Port>,
+    /// True for a kept job: it outlives its server (execute_command `keep`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+    /// When a kept job's keep_ttl_secs ends (RFC 3339); absent: kept until killed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_until: Option<String>,
 }
 
 impl From<JobInfo> for JobSummary {
@@ -261,6 +281,8 @@ impl From<JobInfo> for JobSummary {
             mode: j.input.as_ref().map(|w| w.mode.as_str()),
             prompt: j.input.map(|w| w.prompt),
             ports: ports(j.ports),
+            kept: j.kept,
+            keep_until: j.keep_until.map(rfc3339),
         }
     }
 }

@@ -159,6 +159,14 @@ impl Server {
     }
 }
 
+/// A kept job's lifetime from `keep_ttl_secs`: a day by default, `0` none.
+fn keep_ttl(secs: Option<u64>) -> Option<Duration> {
+    match secs.unwrap_or(86_400) {
+        0 => None,
+        s => Some(Duration::from_secs(s)),
+    }
+}
+
 /// Lines of a reused job's output an ensure answers with.
 const REUSED_TAIL_LINES: usize = 10;
 
@@ -222,9 +230,17 @@ impl Server {
             timeout: seconds(p.timeout_secs)?,
             ensure: p.ensure == Some(true),
             auto_port: p.auto_port,
+            keep: p.keep == Some(true),
+            keep_ttl: keep_ttl(p.keep_ttl_secs),
             ..JobSpec::default()
         };
-        let job = self.jobs().ensure(spec)?;
+        let job = if spec.keep {
+            // A kept job is started by the keeper (which may have to be started first): a
+            // blocking call, kept off the other tasks of this worker.
+            tokio::task::block_in_place(|| self.jobs().ensure(spec))?
+        } else {
+            self.jobs().ensure(spec)?
+        };
         // The resource list changed (this job appeared, maybe an old one was forgotten).
         if !job.reused {
             self.resource_list_changed(peer);

@@ -53,6 +53,9 @@ impl Server {
             ("rows", p.rows.is_some()),
             ("timeout_secs", p.timeout_secs.is_some()),
             ("wait", p.wait.is_some()),
+            // A kept service: `ptyjobs services --start`, or command + name + ensure + keep.
+            ("keep", p.keep.is_some()),
+            ("keep_ttl_secs", p.keep_ttl_secs.is_some()),
         ];
         if let Some((param, _)) = given.iter().find(|(_, set)| *set) {
             return Err(ToolError::invalid(format!(

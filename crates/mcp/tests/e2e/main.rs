@@ -10,6 +10,7 @@ mod disk_trust;
 mod environment;
 mod inheritance;
 mod input;
+mod keep;
 mod keys;
 mod lifecycle;
 mod limits;

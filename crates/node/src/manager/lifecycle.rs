@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use napi::bindgen_prelude::{Either, Env, PromiseRaw};
 use napi_derive::napi;
@@ -11,7 +12,7 @@ use ptyjobs_engine::{JobId, JobSpec, Signal};
 use super::{JobManager, named, resolve_id};
 use crate::error::{Result, from_engine};
 use crate::options::{ExecuteOptions, KillOptions, NameOptions, RestartOptions, WaitOptions};
-use crate::types::{JobInfo, KillReport, WaitResult, dimension, millis};
+use crate::types::{JobInfo, KillReport, WaitResult, dimension, millis, whole};
 
 #[napi]
 impl JobManager {
@@ -37,6 +38,11 @@ impl JobManager {
         spec.name = o.name;
         spec.auto_port = o.auto_port == Some(true);
         spec.ensure = o.ensure.unwrap_or(false);
+        spec.keep = o.keep == Some(true);
+        spec.keep_ttl = match o.keep_ttl_secs.map(|v| whole("keepTtlSecs", v, 0, 1 << 40)) {
+            None => Some(Duration::from_secs(86_400)),
+            Some(secs) => Some(secs?).filter(|&s| s > 0).map(Duration::from_secs),
+        };
         let started = self.jobs.ensure(spec).map_err(from_engine)?;
         let mut info = JobInfo::from(started.info);
         info.reused = started.reused.then_some(true);

@@ -5,6 +5,7 @@ pub(crate) mod attach;
 pub(crate) mod fs;
 #[cfg(target_os = "linux")]
 pub(crate) mod input_probe;
+pub(crate) mod keeper;
 pub(crate) mod limits;
 #[cfg(target_os = "linux")]
 pub(crate) mod net_linux;

@@ -9,6 +9,7 @@
 pub(crate) mod acl;
 pub(crate) mod attach;
 pub(crate) mod fs;
+pub(crate) mod keeper;
 mod lane;
 pub(crate) mod launch;
 pub(crate) mod net;
