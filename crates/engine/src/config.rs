@@ -45,6 +45,12 @@ pub struct EngineConfig {
     /// Where job records and logs are kept across restarts; `None` (the default) keeps
     /// everything in memory.
     pub store: Option<crate::store::StoreConfig>,
+    /// The person's policy (`--policy FILE`): every job runs under one of its profiles, in a
+    /// sandbox. `None` (the default): jobs run unsandboxed, as ever.
+    pub policy: Option<std::sync::Arc<crate::policy::Policy>>,
+    /// This face's `ptyjobs` executable, which runs as each sandboxed job's trampoline (see
+    /// `sys/sandbox`); needed only with a `policy`.
+    pub program: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -63,6 +69,8 @@ impl Default for EngineConfig {
             max_wait: Duration::from_secs(50),
             editor: None,
             store: None,
+            policy: None,
+            program: None,
         }
     }
 }

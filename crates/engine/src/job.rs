@@ -56,6 +56,9 @@ pub struct JobSpec {
     pub auto_port: bool,
     /// The job this one replaces (set by restart).
     pub replaces: Option<JobId>,
+    /// The policy profile it runs under (`None`: the default); only with a policy, and only
+    /// a profile the policy lets jobs name.
+    pub profile: Option<String>,
 }
 
 impl JobSpec {
@@ -159,6 +162,9 @@ pub struct JobInfo {
     /// The job this one replaced, when it was started by a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<JobId>,
+    /// Its policy, when the server has one: the profile, what is enforced, what is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::policy::JobPolicy>,
 }
 
 /// A TCP socket in the listening state held by one of a job's processes.

@@ -38,6 +38,7 @@ mod manager;
 mod names;
 mod output;
 mod pipeline;
+mod policy;
 mod ports;
 mod procs;
 mod readiness;
@@ -71,6 +72,7 @@ pub use kill::MAX_KILL_GRACE;
 pub use manager::{JobEvent, JobManager};
 pub use names::MAX_NAME_BYTES;
 pub use output::OutputSlice;
+pub use policy::{DEFAULT_PROFILE, JobPolicy, Policy};
 pub use ports::{PortHolder, url_of};
 pub use procs::process_scans;
 pub use regex::Regex;
@@ -84,5 +86,6 @@ pub use store::{
     JobRecord, ProcessRef, PruneReport, SavedScreen, ServerRef, Store, StoreConfig, StoredJob,
 };
 pub use sys::launcher_if_asked;
+pub use sys::sandbox::{SandboxSpec, exec_sandboxed};
 pub use terminal::{ScreenSnapshot, Terminal};
 pub use wait::{WaitOutcome, WaitProgress, WaitReason, WaitSpec};

@@ -66,6 +66,7 @@ impl JobManager {
             rows: Some(old.size.1),
             name: old.name.clone(),
             replaces: Some(id),
+            profile: old.policy.as_ref().map(|p| p.profile.clone()),
             ..JobSpec::default()
         };
         let this = self.clone();

@@ -48,6 +48,8 @@ pub struct ExecuteParams {
     /// Pick a free TCP port, give it as $PORT, answer it as `port`; `listening` waits for it.
     #[serde(default)]
     pub auto_port: bool,
+    /// Policy profile to run under (default: default).
+    pub profile: Option<String>,
 }
 
 /// Result of execute_command.
@@ -80,6 +82,11 @@ pub struct ExecuteResult {
     /// With `auto_port`: the port picked for the job (its $PORT).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
+    /// Under a policy: the job's profile, what is enforced and what is not (not in the
+    /// schema: the tool list's budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub policy: Option<ptyjobs_engine::JobPolicy>,
 }
 
 impl From<JobInfo> for ExecuteResult {
@@ -95,6 +102,7 @@ impl From<JobInfo> for ExecuteResult {
             replaces: j.replaces.map(|r| r.to_string()),
             ports: super::ports(j.ports),
             port: j.port,
+            policy: j.policy,
         }
     }
 }
@@ -169,6 +177,11 @@ pub struct StatusResult {
     /// The port `auto_port` picked for the job.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
+    /// Under a policy: the job's profile, what is enforced and what is not, and the watched
+    /// files it changed (not in the schema: the tool list's budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub policy: Option<ptyjobs_engine::JobPolicy>,
 }
 
 impl From<JobInfo> for StatusResult {
@@ -193,6 +206,7 @@ impl From<JobInfo> for StatusResult {
             prompt: j.input.map(|w| w.prompt),
             ports: ports(j.ports),
             port: j.port,
+            policy: j.policy,
         }
     }
 }

@@ -220,6 +220,7 @@ impl Server {
             timeout: seconds(p.timeout_secs)?,
             ensure: p.ensure == Some(true),
             auto_port: p.auto_port,
+            profile: p.profile,
             ..JobSpec::default()
         };
         let job = self.jobs().ensure(spec)?;
