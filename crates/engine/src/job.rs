@@ -164,7 +164,7 @@ pub struct JobInfo {
     pub replaces: Option<JobId>,
     /// Its policy, when the server has one: the profile, what is enforced, what is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<crate::policy::JobPolicy>,
+    pub policy: Option<JobPolicy>,
 }
 
 /// A TCP socket in the listening state held by one of a job's processes.
@@ -245,4 +245,22 @@ impl InputMode {
             Self::Raw => "raw",
         }
     }
+}
+
+/// A job's policy as its status and execute's answer carry it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct JobPolicy {
+    /// The profile it runs under.
+    pub profile: String,
+    /// What the kernel enforces for it.
+    pub enforced: Vec<String>,
+    /// What is only a guardrail (the exec allowlist): a determined program gets around it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guardrail: Vec<String>,
+    /// What the profile asks that is not enforced (only with `enforce = "best-effort"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_enforced: Vec<String>,
+    /// Watched files that changed while the job ran (filled in when it ends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
 }

@@ -14,9 +14,8 @@ pub(crate) use watch::Watched;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{Error, Result};
+pub use crate::job::JobPolicy;
 use crate::sys::sandbox::{NetPorts, SandboxSpec};
 use file::{Place, RawNetwork};
 
@@ -41,24 +40,6 @@ pub struct Profile {
     /// Why jobs under it are refused (the kernel cannot enforce it, or its canary got
     /// through), if they are.
     refused: Option<String>,
-}
-
-/// A job's policy as its status and execute's answer carry it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct JobPolicy {
-    /// The profile it runs under.
-    pub profile: String,
-    /// What the kernel enforces for it.
-    pub enforced: Vec<String>,
-    /// What is only a guardrail (the exec allowlist): a determined program gets around it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub guardrail: Vec<String>,
-    /// What the profile asks that is not enforced (only with `enforce = "best-effort"`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub not_enforced: Vec<String>,
-    /// Watched files that changed while the job ran (filled in when it ends).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changed: Vec<String>,
 }
 
 impl Policy {
