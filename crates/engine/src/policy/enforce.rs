@@ -25,7 +25,7 @@ fn ports(p: &[u16]) -> String {
 
 /// Fills in `profile`'s report for `support`: what is enforced, what is a guardrail, what is
 /// missing (which refuses the profile unless it is best-effort).
-fn describe(profile: &mut Profile, support: Support) {
+pub(super) fn describe(profile: &mut Profile, support: Support) {
     let s = &profile.spec;
     let abi = support.landlock_abi;
     let mut enforced = Vec::new();

@@ -111,3 +111,42 @@ fn a_job_may_name_only_the_default_and_the_agent_profiles() {
         .expect_err("not an agent profile");
     assert!(e.to_string().contains("\"default\""), "{e}");
 }
+
+#[test]
+fn a_kernel_that_cannot_enforce_refuses_the_profile_unless_it_is_best_effort() {
+    let (_d, p) = read(
+        "[profiles.default]\n[profiles.loose]\nenforce = \"best-effort\"\n\
+         [profiles.sockets]\nunix_sockets = [\"/\"]\n",
+    );
+    let mut p = p.expect("good file");
+    let old = crate::sys::sandbox::Support {
+        landlock_abi: 3,
+        seccomp: true,
+    };
+    let strict = p.profiles.get_mut("default").expect("default");
+    enforce::describe(strict, old);
+    let why = strict.refused.clone().expect("refused");
+    assert!(
+        why.contains("ABI 4") && why.contains("best-effort"),
+        "{why}"
+    );
+    let loose = p.profiles.get_mut("loose").expect("loose");
+    enforce::describe(loose, old);
+    assert!(loose.refused.is_none());
+    assert!(loose.report.not_enforced.iter().any(|n| n.contains("TCP")));
+    // Listed sockets need Landlock ABI 9: "not enforced yet" before it.
+    let sockets = p.profiles.get_mut("sockets").expect("sockets");
+    enforce::describe(
+        sockets,
+        crate::sys::sandbox::Support {
+            landlock_abi: 7,
+            seccomp: true,
+        },
+    );
+    assert!(
+        sockets
+            .refused
+            .as_deref()
+            .is_some_and(|w| w.contains("not enforced yet"))
+    );
+}

@@ -148,3 +148,36 @@ fn a_bad_policy_file_stops_the_server_naming_the_file_the_line_and_the_key() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("write root"));
 }
+
+#[test]
+fn the_cli_prints_what_each_profile_enforces_and_runs_a_command_under_one() {
+    let world = World::new();
+    let policy = world.policy.display().to_string();
+    let out = std::process::Command::new(BIN)
+        .args(["policy", "--policy", &policy])
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("[profiles.default]  usable"), "{text}");
+    assert!(text.contains("guardrail:    exec only"), "{text}");
+    let try_write = |path: &std::path::Path| {
+        std::process::Command::new(BIN)
+            .args(["sandbox", "--policy", &policy, "--"])
+            .args([
+                "sh",
+                "-c",
+                "echo x > \"$1\" && echo \"$PTYJOBS_PROFILE\"",
+                "sh",
+            ])
+            .arg(path)
+            .output()
+            .expect("run")
+    };
+    let inside = try_write(&world.proj.join("ok"));
+    assert!(inside.status.success());
+    assert_eq!(String::from_utf8_lossy(&inside.stdout).trim(), "default");
+    let outside = try_write(&world.out.join("no"));
+    assert!(!outside.status.success());
+    assert!(!world.out.join("no").exists());
+}
