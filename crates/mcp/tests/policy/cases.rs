@@ -31,6 +31,11 @@ fn cases() -> Vec<Case> {
             None,
             r#"echo x > "$OUT/new""#,
         ),
+        sh(
+            "read outside the read roots",
+            Some("narrow"),
+            r#"cat "$OUT/victim" > /dev/null"#,
+        ),
         sh("delete outside the roots (rm)", None, r#"rm "$OUT/victim""#),
         sh(
             "rename outside the roots (mv)",

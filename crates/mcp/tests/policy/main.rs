@@ -39,7 +39,7 @@ pub struct World {
 /// The policy every case runs under.
 pub fn policy_text(proj: &Path) -> String {
     format!(
-        "agent_profiles = [\"build\", \"dev\"]\n\
+        "agent_profiles = [\"build\", \"dev\", \"narrow\"]\n\
          [profiles.default]\n\
          write = [{proj:?}]\n\
          watch = [{hooks:?}]\n\
@@ -49,6 +49,9 @@ pub fn policy_text(proj: &Path) -> String {
          [profiles.dev]\n\
          write = [{proj:?}]\n\
          network = {{ bind = [5173] }}\n\
+         [profiles.narrow]\n\
+         write = [{proj:?}]\n\
+         read = [\"/usr\", \"/etc\", \"/dev\", \"/proc\", {proj:?}]\n\
          [profiles.open]\n\
          write = [{proj:?}]\n\
          network = \"on\"\n",
