@@ -90,6 +90,20 @@ async fn answers_carry_the_policy_watched_changes_and_no_agent_widening() {
             .contains("exec only"),
         "{guard}"
     );
+    // A restart keeps the job's profile.
+    let (id, _) = server
+        .exec_with(json!({ "command": "sleep 30", "profile": "dev" }))
+        .await;
+    let r = server.ok("restart_job", json!({ "job_id": id })).await;
+    let new_id = r["job_id"].as_str().expect("new id");
+    assert_eq!(
+        server.status(new_id).await["policy"]["profile"],
+        "dev",
+        "{r}"
+    );
+    server
+        .ok("kill_job", json!({ "job_id": new_id, "grace_ms": 0 }))
+        .await;
     // A profile not in agent_profiles cannot be named.
     let e = server
         .tool_error(
