@@ -86,6 +86,6 @@ pub use store::{
     JobRecord, ProcessRef, PruneReport, SavedScreen, ServerRef, Store, StoreConfig, StoredJob,
 };
 pub use sys::launcher_if_asked;
-pub use sys::sandbox::{SandboxSpec, exec_sandboxed};
+pub use sys::sandbox::{SandboxSpec, beside_this_library, exec_sandboxed};
 pub use terminal::{ScreenSnapshot, Terminal};
 pub use wait::{WaitOutcome, WaitProgress, WaitReason, WaitSpec};

@@ -197,6 +197,8 @@ pub struct JobInfo {
     pub ports: Vec<Port>,
     /// The port `autoPort` picked (also the job's `PORT`).
     pub port: Option<u32>,
+    /// With a `policy`: the job's profile, what is enforced and what is not.
+    pub policy: Option<crate::policy::JobPolicy>,
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -235,6 +237,7 @@ impl From<engine::JobInfo> for JobInfo {
             reused: None,
             ports: ports(i.ports),
             port: i.port.map(u32::from),
+            policy: i.policy.map(Into::into),
         }
     }
 }

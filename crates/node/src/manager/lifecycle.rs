@@ -37,6 +37,7 @@ impl JobManager {
         spec.name = o.name;
         spec.auto_port = o.auto_port == Some(true);
         spec.ensure = o.ensure.unwrap_or(false);
+        spec.profile = o.profile;
         let started = self.jobs.ensure(spec).map_err(from_engine)?;
         let mut info = JobInfo::from(started.info);
         info.reused = started.reused.then_some(true);

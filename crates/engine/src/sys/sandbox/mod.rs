@@ -87,6 +87,21 @@ pub fn support() -> Support {
     }
 }
 
+/// The file `name` in the directory of the shared object (or executable) this code was loaded
+/// from: the Node addon's `ptyjobs` binary ships beside the `.node` file. `None` off Linux or
+/// when the loader cannot tell.
+pub fn beside_this_library(name: &str) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::own_object_path().map(|p| p.with_file_name(name))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = name;
+        None
+    }
+}
+
 /// Whether this platform can enforce a policy at all: Linux only, for now.
 pub const PLATFORM_ENFORCES: bool = cfg!(target_os = "linux");
 

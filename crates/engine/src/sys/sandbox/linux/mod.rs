@@ -14,6 +14,31 @@ use super::{SandboxSpec, Support};
 /// Variables that point at sockets a sandboxed job may not use: removed from its environment.
 const SOCKET_VARS: [&str; 2] = ["SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS"];
 
+/// The path of the object file this function was loaded from (the addon, or the executable).
+pub(super) fn own_object_path() -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut info = empty_dl_info();
+    let here = own_object_path as *const libc::c_void;
+    // SAFETY: dladdr only writes `info`, whose strings point into the loader's tables, which
+    // live as long as the object (copied out at once).
+    if unsafe { libc::dladdr(here, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    path.canonicalize().ok()
+}
+
+fn empty_dl_info() -> libc::Dl_info {
+    libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    }
+}
+
 pub(super) fn support() -> Support {
     Support {
         landlock_abi: landlock::kernel_abi(),
