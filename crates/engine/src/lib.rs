@@ -86,6 +86,9 @@ pub use store::{
     JobRecord, ProcessRef, PruneReport, SavedScreen, ServerRef, Store, StoreConfig, StoredJob,
 };
 pub use sys::launcher_if_asked;
-pub use sys::sandbox::{SandboxSpec, beside_this_library, exec_sandboxed};
+pub use sys::sandbox::{
+    SandboxSpec, Support as SandboxSupport, beside_this_library, exec_sandboxed,
+    support as sandbox_support,
+};
 pub use terminal::{ScreenSnapshot, Terminal};
 pub use wait::{WaitOutcome, WaitProgress, WaitReason, WaitSpec};

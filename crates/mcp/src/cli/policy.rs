@@ -22,6 +22,13 @@ pub(crate) fn show(file: &Path) -> CmdResult {
     let policy = load(file)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "policy file {}", policy.file().display())?;
+    let kernel = ptyjobs_engine::sandbox_support();
+    writeln!(
+        out,
+        "this kernel: Landlock ABI {}, seccomp {}",
+        kernel.landlock_abi,
+        if kernel.seccomp { "yes" } else { "no" }
+    )?;
     for name in policy.profile_names() {
         let Some((report, refused)) = policy.describe(name) else {
             continue;

@@ -174,6 +174,7 @@ fn the_cli_prints_what_each_profile_enforces_and_runs_a_command_under_one() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("[profiles.default]  usable"), "{text}");
+    assert!(text.contains("this kernel: Landlock ABI "), "{text}");
     assert!(text.contains("guardrail:    exec only"), "{text}");
     let try_write = |path: &std::path::Path| {
         std::process::Command::new(BIN)
