@@ -9,6 +9,9 @@ use crate::{World, run, with_policy};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_profile_allows_still_works_and_the_ld_so_gap_is_real() {
     let world = World::new();
+    if !crate::enforceable(&world) {
+        return;
+    }
     let server = with_policy(&world).await;
     let env = world.env(&server, true, 1);
     // A dev server may bind the port its profile lists.
@@ -59,6 +62,9 @@ async fn what_a_profile_allows_still_works_and_the_ld_so_gap_is_real() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_carry_the_policy_watched_changes_and_no_agent_widening() {
     let world = World::new();
+    if !crate::enforceable(&world) {
+        return;
+    }
     std::fs::create_dir_all(world.proj.join(".git/hooks")).expect("hooks");
     let server = with_policy(&world).await;
     let r = server
@@ -166,6 +172,9 @@ fn a_bad_policy_file_stops_the_server_naming_the_file_the_line_and_the_key() {
 #[test]
 fn the_cli_prints_what_each_profile_enforces_and_runs_a_command_under_one() {
     let world = World::new();
+    if !crate::enforceable(&world) {
+        return;
+    }
     let policy = world.policy.display().to_string();
     let out = std::process::Command::new(BIN)
         .args(["policy", "--policy", &policy])

@@ -167,3 +167,23 @@ pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
 }
+
+/// Whether this kernel enforces every profile of the test policy (Landlock ABI ≥ 6 and
+/// seccomp); when not, says why the test is skipped.
+pub fn enforceable(world: &World) -> bool {
+    let out = std::process::Command::new(util::BIN)
+        .arg("policy")
+        .arg("--policy")
+        .arg(&world.policy)
+        .output()
+        .expect("ptyjobs policy");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ok = out.status.success() && !text.contains("REFUSED");
+    if !ok {
+        eprintln!(
+            "skipped: this kernel cannot enforce the test policy:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    ok
+}
