@@ -100,6 +100,11 @@ fn cases() -> Vec<Case> {
             r#"socket.socket(socket.AF_UNIX).connect(os.environ["SOCK"])"#,
         ),
         sh("busctl --user", None, "busctl --user list >/dev/null"),
+        sh(
+            "systemd-run --user",
+            None,
+            "systemd-run --user --quiet --wait true",
+        ),
         sh("signal the server", None, r#"kill -CONT "$SERVER""#),
         sh("signal another job", None, r#"kill -CONT "$OTHER""#),
         py(
