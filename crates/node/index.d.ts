@@ -328,6 +328,10 @@ export interface ExecuteOptions {
    * when killed).
    */
   keepTtlSecs?: number
+   * The profile of the manager's `policy` to run under (default: `default`); only
+   * `default` and the file's `agent_profiles` may be named.
+   */
+  profile?: string
 }
 
 /** How a program waiting for input reads its terminal. */
@@ -408,6 +412,25 @@ export interface JobInfo {
   kept: boolean
   /** When a kept job's TTL ends (ISO 8601); absent: kept until killed. */
   keepUntil?: string
+  /** With a `policy`: the job's profile, what is enforced and what is not. */
+  policy?: JobPolicy
+}
+
+/**
+ * A job's policy: its profile, what the kernel enforces, what is only a guardrail, what is
+ * not enforced, and (once it ended) the watched files it changed.
+ */
+export interface JobPolicy {
+  /** The profile it runs under. */
+  profile: string
+  /** What the kernel enforces for it, in words. */
+  enforced: Array<string>
+  /** What is only a guardrail (the exec allowlist). */
+  guardrail: Array<string>
+  /** What its profile asks that is not enforced (only with `enforce = "best-effort"`). */
+  notEnforced: Array<string>
+  /** Watched files that changed while it ran (known once it ended). */
+  changed: Array<string>
 }
 
 /** A job's state. */
@@ -501,6 +524,17 @@ export interface ManagerOptions {
    * log that reached it (memory still holds the recent lines). Default 100 MiB.
    */
   jobLogBytes?: number
+  /**
+   * A policy file (TOML, docs/POLICY.md), read once: every job runs in a kernel sandbox
+   * under one of its profiles (Linux; elsewhere the constructor throws). A file that is
+   * invalid or that this kernel cannot enforce throws `INVALID_ARGUMENT`.
+   */
+  policy?: string
+  /**
+   * With `policy`: the `ptyjobs` executable that applies each job's sandbox. Default: the
+   * one shipped beside this addon.
+   */
+  sandboxProgram?: string
 }
 
 /**

@@ -45,9 +45,13 @@ pub struct EngineConfig {
     /// Where job records and logs are kept across restarts; `None` (the default) keeps
     /// everything in memory.
     pub store: Option<crate::store::StoreConfig>,
-    /// The `ptyjobs` executable, started (as `ptyjobs keeper`) to hold kept jobs when no
-    /// keeper runs on the state directory yet. `None` (the default): `PTYJOBS_BIN`, else
-    /// keeping a job fails with a message that says so.
+    /// The person's policy (`--policy FILE`): every job runs under one of its profiles, in a
+    /// sandbox. `None` (the default): jobs run unsandboxed, as ever.
+    pub policy: Option<std::sync::Arc<crate::policy::Policy>>,
+    /// This face's `ptyjobs` executable: started (as `ptyjobs keeper`) to hold kept jobs when no
+    /// keeper runs on the state directory yet, and run as each sandboxed job's trampoline (see
+    /// `sys/sandbox`). `None` (the default): `PTYJOBS_BIN`, else keeping a job, or a job under
+    /// a policy, fails with a message that says so.
     pub program: Option<PathBuf>,
 }
 
@@ -67,6 +71,7 @@ impl Default for EngineConfig {
             max_wait: Duration::from_secs(50),
             editor: None,
             store: None,
+            policy: None,
             program: None,
         }
     }

@@ -62,6 +62,9 @@ pub struct JobSpec {
     /// With `keep`: end the job (through the kill path, reason [`KEEP_TTL_REASON`]) this long
     /// after its start; `None`: only when killed.
     pub keep_ttl: Option<Duration>,
+    /// The policy profile it runs under (`None`: the default); only with a policy, and only
+    /// a profile the policy lets jobs name.
+    pub profile: Option<String>,
 }
 
 /// The reason recorded for a kept job ended because its keep TTL ran out.
@@ -175,6 +178,9 @@ pub struct JobInfo {
     /// When a kept job's keep TTL runs out (it is then killed); `None`: kept until killed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_until: Option<DateTime<Utc>>,
+    /// Its policy, when the server has one: the profile, what is enforced, what is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<JobPolicy>,
 }
 
 /// A TCP socket in the listening state held by one of a job's processes.
@@ -255,4 +261,22 @@ impl InputMode {
             Self::Raw => "raw",
         }
     }
+}
+
+/// A job's policy as its status and execute's answer carry it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct JobPolicy {
+    /// The profile it runs under.
+    pub profile: String,
+    /// What the kernel enforces for it.
+    pub enforced: Vec<String>,
+    /// What is only a guardrail (the exec allowlist): a determined program gets around it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guardrail: Vec<String>,
+    /// What the profile asks that is not enforced (only with `enforce = "best-effort"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_enforced: Vec<String>,
+    /// Watched files that changed while the job ran (filled in when it ends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
 }

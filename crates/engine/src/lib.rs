@@ -39,6 +39,7 @@ mod manager;
 mod names;
 mod output;
 mod pipeline;
+mod policy;
 mod ports;
 mod procs;
 mod readiness;
@@ -76,6 +77,7 @@ pub use kill::MAX_KILL_GRACE;
 pub use manager::{JobEvent, JobManager};
 pub use names::MAX_NAME_BYTES;
 pub use output::OutputSlice;
+pub use policy::{DEFAULT_PROFILE, JobPolicy, Policy};
 pub use ports::{PortHolder, url_of};
 pub use procs::process_scans;
 pub use regex::Regex;
@@ -89,5 +91,9 @@ pub use store::{
     JobRecord, ProcessRef, PruneReport, SavedScreen, ServerRef, Store, StoreConfig, StoredJob,
 };
 pub use sys::launcher_if_asked;
+pub use sys::sandbox::{
+    SandboxSpec, Support as SandboxSupport, beside_this_library, exec_sandboxed,
+    support as sandbox_support,
+};
 pub use terminal::{ScreenSnapshot, Terminal};
 pub use wait::{WaitOutcome, WaitProgress, WaitReason, WaitSpec};

@@ -88,6 +88,8 @@ pub(crate) struct Job {
     pub(crate) keep_until: Option<DateTime<Utc>>,
     /// The extra environment it was started with (in memory only: a restart reuses it).
     pub(crate) env: std::collections::BTreeMap<String, String>,
+    /// Its policy and watched files, when the server has a policy.
+    pub(crate) policy: Option<crate::policy::Watched>,
     pub(crate) pid: u32,
     /// The job's shell as its parent knows it: what proves the identity of what is signalled.
     pub(crate) leader: Arc<Leader>,
@@ -148,6 +150,7 @@ impl Job {
             replaces: self.replaces,
             kept: self.kept,
             keep_until: self.keep_until,
+            policy: self.policy.as_ref().map(crate::policy::Watched::report),
         }
     }
 
@@ -298,6 +301,12 @@ fn persist_input(job: &Job, store: &Store) {
 /// millisecond), so no reader ever sees a half-finished job or a final status not yet on disk, and every write to the job's directory is done
 /// before it reads final (a `remove` then cannot be undone by a late write).
 fn finish(job: &Job, exit: ExitInfo, store: Option<&Store>) {
+    // Before the final status can be seen, so it carries the changes.
+    if let Some(w) = &job.policy
+        && !lock(&job.state).is_final()
+    {
+        w.end(job.id);
+    }
     let finished = Utc::now();
     let finished_at = Instant::now();
     let mut s = lock(&job.state);

@@ -71,6 +71,7 @@ impl JobManager {
             keep_ttl: old
                 .keep_until
                 .map(|until| (until - chrono::Utc::now()).to_std().unwrap_or_default()),
+            profile: old.policy.as_ref().map(|p| p.profile.clone()),
             ..JobSpec::default()
         };
         let this = self.clone();

@@ -40,6 +40,15 @@ impl JobManager {
         let slot = Slot::reserve(inner)?;
         let spare = inner.store.as_ref().and_then(|st| st.take_spare());
         let id = spare.as_ref().map_or_else(JobId::new, |spare| spare.id);
+        let sandbox = match sandbox_of(&inner.config, spec.profile.as_deref(), id) {
+            Ok(s) => s,
+            Err(e) => {
+                if let (Some(store), Some(spare)) = (&inner.store, spare) {
+                    store.put_back_spare(spare);
+                }
+                return Err(e);
+            }
+        };
         let spawn_spec = SpawnSpec {
             shell: inner.config.shell.clone(),
             command: spec.command.clone(),
@@ -48,6 +57,7 @@ impl JobManager {
             cols,
             rows,
             base_env: Arc::clone(&inner.base_env),
+            sandbox: sandbox.as_ref().map(|(p, s, _)| (p.clone(), s.clone())),
         };
         let spawned = match spawn::spawn(&spawn_spec) {
             Ok(s) => s,
@@ -72,6 +82,7 @@ impl JobManager {
             kept: spec.keep,
             keep_until: keep_until(&spec),
             env: spec.env.clone(),
+            policy: sandbox.map(|(_, _, watched)| watched),
             pid: spawned.pid,
             leader: child.leader.clone(),
             started: Utc::now(),
@@ -306,4 +317,34 @@ fn with_port(
         }
         _ => std::borrow::Cow::Borrowed(env),
     }
+}
+
+/// The trampoline and sandbox of a job naming `profile` (`None`: the default), and its policy
+/// answer with its watched files hashed now, before it starts; `None` without a policy.
+fn sandbox_of(
+    cfg: &EngineConfig,
+    profile: Option<&str>,
+    id: JobId,
+) -> Result<
+    Option<(
+        PathBuf,
+        crate::sys::sandbox::SandboxSpec,
+        crate::policy::Watched,
+    )>,
+> {
+    let Some(policy) = &cfg.policy else {
+        return match profile {
+            Some(p) => Err(Error::InvalidArgument(format!(
+                "profile {p:?} was given, but the server runs without a policy"
+            ))),
+            None => Ok(None),
+        };
+    };
+    let program = cfg.program.clone().ok_or_else(|| {
+        Error::Spawn("the server has a policy but no program to run its sandbox".into())
+    })?;
+    let tmpdir = std::env::temp_dir().join(format!("ptyjobs-{id}"));
+    let job = policy.for_job(profile, &cfg.shell, tmpdir)?;
+    let watched = crate::policy::Watched::start(job.report, &job.watch, job.spec.tmpdir.clone());
+    Ok(Some((program, job.spec, watched)))
 }

@@ -102,9 +102,23 @@ pub struct ServeArgs {
     /// because an interactive editor in a background job waits forever. A job's own `env` wins.
     #[arg(long, env = "PTYJOBS_EDITOR")]
     editor: Option<String>,
+    /// A policy file (TOML): every job runs in a sandbox under one of its profiles (Linux;
+    /// see docs/POLICY.md). Read once at start; nothing a client sends can widen it.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
 }
 
 impl ServeArgs {
+    /// The `--policy` file, read and checked (its canary run): an error stops the server.
+    pub fn load_policy(&self) -> Result<Option<std::sync::Arc<ptyjobs_engine::Policy>>, String> {
+        let Some(file) = &self.policy else {
+            return Ok(None);
+        };
+        let program = std::env::current_exe()
+            .map_err(|e| format!("cannot find this executable to run the sandbox: {e}"))?;
+        ptyjobs_engine::Policy::load(file, &program).map(|p| Some(std::sync::Arc::new(p)))
+    }
+
     /// The engine's configuration for serving; `Err` when the state directory cannot be found.
     pub fn engine_config(&self) -> Result<EngineConfig, String> {
         let store = match self.state.store_config() {
@@ -124,7 +138,8 @@ impl ServeArgs {
             max_wait: Duration::from_secs_f64(self.max_wait_secs),
             editor: self.editor.clone(),
             store,
-            // A kept job's keeper is this same program (`ptyjobs keeper`).
+            policy: self.load_policy()?,
+            // Kept jobs' keeper and sandboxed jobs' trampoline: this same program.
             program: std::env::current_exe().ok(),
             ..EngineConfig::default()
         })

@@ -22,6 +22,7 @@ mod error;
 mod manager;
 mod numbers;
 mod options;
+mod policy;
 mod ports;
 mod stream;
 mod types;

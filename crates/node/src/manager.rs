@@ -130,6 +130,11 @@ impl JobManager {
             }
             config.shell = PathBuf::from(shell);
         }
+        if let Some(file) = &o.policy {
+            let (policy, program) = crate::policy::load(file, o.sandbox_program.as_deref())?;
+            config.policy = Some(policy);
+            config.program = Some(program);
+        }
         let dir = config.store.as_ref().map(|s| s.dir.clone());
         let runtime = napi::bindgen_prelude::within_runtime_if_available(Handle::current);
         let jobs =

@@ -52,6 +52,13 @@ pub struct ManagerOptions {
     /// With persistence: per-job cap of the transcript on disk, in bytes; a marker line ends a
     /// log that reached it (memory still holds the recent lines). Default 100 MiB.
     pub job_log_bytes: Option<f64>,
+    /// A policy file (TOML, docs/POLICY.md), read once: every job runs in a kernel sandbox
+    /// under one of its profiles (Linux; elsewhere the constructor throws). A file that is
+    /// invalid or that this kernel cannot enforce throws `INVALID_ARGUMENT`.
+    pub policy: Option<String>,
+    /// With `policy`: the `ptyjobs` executable that applies each job's sandbox. Default: the
+    /// one shipped beside this addon.
+    pub sandbox_program: Option<String>,
 }
 
 /// Longest `keepDays` accepted (about 2700 years, as the server).
@@ -151,6 +158,9 @@ pub struct ExecuteOptions {
     /// With `keep`: end the job this many seconds after its start (default 86400; 0: only
     /// when killed).
     pub keep_ttl_secs: Option<f64>,
+    /// The profile of the manager's `policy` to run under (default: `default`); only
+    /// `default` and the file's `agent_profiles` may be named.
+    pub profile: Option<String>,
 }
 
 /// Options of `restart(jobIdOrName, options?)`.

@@ -202,6 +202,8 @@ pub struct JobInfo {
     pub kept: bool,
     /// When a kept job's TTL ends (ISO 8601); absent: kept until killed.
     pub keep_until: Option<String>,
+    /// With a `policy`: the job's profile, what is enforced and what is not.
+    pub policy: Option<crate::policy::JobPolicy>,
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -242,6 +244,7 @@ impl From<engine::JobInfo> for JobInfo {
             port: i.port.map(u32::from),
             kept: i.kept,
             keep_until: i.keep_until.map(iso),
+            policy: i.policy.map(Into::into),
         }
     }
 }

@@ -22,6 +22,7 @@ mod leader;
 pub(crate) use leader::Leader;
 pub(crate) mod net;
 pub(crate) mod proc_info;
+pub(crate) mod sandbox;
 pub(crate) mod spawn_spec;
 
 #[cfg(unix)]
@@ -34,10 +35,13 @@ mod windows;
 #[cfg(windows)]
 pub(crate) use windows::{attach, fs, keeper, procs, pty, sig, spawn, tree};
 
-/// On Windows, when this process was started as a job's console launcher (see
+/// When this process was started as a job's sandbox trampoline (Linux, see `sandbox`), or on
+/// Windows as a job's console launcher (see
 /// `sys/windows/launch.rs`), runs the job's command and exits with its exit code; otherwise, and
 /// on every other platform, returns at once. A face's `main` calls it first.
 pub fn launcher_if_asked() {
+    // Linux: this executable is also the sandbox trampoline of every job under a policy.
+    sandbox::if_asked();
     #[cfg(windows)]
     windows::launch::if_asked();
 }

@@ -1,5 +1,5 @@
 //! The human CLI over the state directory: `ptyjobs list | logs | status | kill | rm | prune |
-//! attach | services | wait`. It reads the records the servers write; it never serves MCP (`attach`
+//! attach | services | wait`, and `policy | sandbox` (a policy file, no state directory). It reads the records the servers write; it never serves MCP (`attach`
 //! talks to a live server's socket).
 //!
 //! Contract of every subcommand: the answer goes to stdout and nothing else does; an error is
@@ -16,6 +16,7 @@ mod list;
 mod logs;
 mod manage;
 mod out;
+mod policy;
 #[cfg(unix)]
 mod restart;
 mod services;
@@ -150,6 +151,24 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print what each profile of a policy file enforces on this kernel (Linux).
+    Policy {
+        /// The policy file (TOML; see docs/POLICY.md).
+        #[arg(long, value_name = "FILE")]
+        policy: std::path::PathBuf,
+    },
+    /// Run one command under a profile of a policy file, in this terminal, to try it.
+    Sandbox {
+        /// The policy file (TOML; see docs/POLICY.md).
+        #[arg(long, value_name = "FILE")]
+        policy: std::path::PathBuf,
+        /// The profile (any of the file's, not only those jobs may name).
+        #[arg(long, default_value = "default")]
+        profile: String,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
 }
 
 /// Why a subcommand stopped early.
@@ -240,6 +259,16 @@ pub fn run(command: Command, store: Result<StoreConfig, String>) -> ExitCode {
         let store = store.ok().and_then(|cfg| Store::open_reader(cfg).ok());
         return finish(services::run(store.as_ref(), dir.as_deref(), *json));
     }
+    // A policy needs no state directory.
+    match &command {
+        Command::Policy { policy: file } => return finish(policy::show(file)),
+        Command::Sandbox {
+            policy: file,
+            profile,
+            command,
+        } => return finish(policy::sandbox(file, profile, command)),
+        _ => {}
+    }
     // `wait` has exit codes of its own (an error is 2: 1 says the job ended first).
     if let Command::Wait(args) = command {
         return wait::run(&args, store);
@@ -286,7 +315,9 @@ fn dispatch(command: Command, store: &Store) -> CmdResult {
         Command::Rm { ids, cwd } => manage::rm(store, &ids, cwd.as_deref()),
         Command::Prune => manage::prune(store),
         Command::Services { dir, json, .. } => services::run(Some(store), dir.as_deref(), json),
-        Command::Wait(_) => unreachable!("run() answers wait itself"),
+        Command::Wait(_) | Command::Policy { .. } | Command::Sandbox { .. } => {
+            unreachable!("run() answers these itself")
+        }
         #[cfg(unix)]
         Command::Attach { id, cwd } => attach::run(store, &id, cwd.as_deref()),
         #[cfg(not(unix))]

@@ -54,6 +54,8 @@ pub struct ExecuteParams {
     /// With keep: end it after this many seconds (default 86400; 0: never).
     #[serde(default)]
     pub keep_ttl_secs: Option<u64>,
+    /// Policy profile to run under (default: default).
+    pub profile: Option<String>,
 }
 
 /// Result of execute_command.
@@ -86,6 +88,11 @@ pub struct ExecuteResult {
     /// With `auto_port`: the port picked for the job (its $PORT).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
+    /// Under a policy: the job's profile, what is enforced and what is not (not in the
+    /// schema: the tool list's budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub policy: Option<ptyjobs_engine::JobPolicy>,
 }
 
 impl From<JobInfo> for ExecuteResult {
@@ -101,6 +108,7 @@ impl From<JobInfo> for ExecuteResult {
             replaces: j.replaces.map(|r| r.to_string()),
             ports: super::ports(j.ports),
             port: j.port,
+            policy: j.policy,
         }
     }
 }
@@ -181,6 +189,11 @@ pub struct StatusResult {
     /// When a kept job's keep_ttl_secs ends (RFC 3339); absent: kept until killed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_until: Option<String>,
+    /// Under a policy: the job's profile, what is enforced and what is not, and the watched
+    /// files it changed (not in the schema: the tool list's budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub policy: Option<ptyjobs_engine::JobPolicy>,
 }
 
 impl From<JobInfo> for StatusResult {
@@ -207,6 +220,7 @@ impl From<JobInfo> for StatusResult {
             port: j.port,
             kept: j.kept,
             keep_until: j.keep_until.map(rfc3339),
+            policy: j.policy,
         }
     }
 }

@@ -232,6 +232,7 @@ impl Server {
             auto_port: p.auto_port,
             keep: p.keep == Some(true),
             keep_ttl: keep_ttl(p.keep_ttl_secs),
+            profile: p.profile,
             ..JobSpec::default()
         };
         let job = if spec.keep {

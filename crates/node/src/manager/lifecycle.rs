@@ -43,6 +43,7 @@ impl JobManager {
             None => Some(Duration::from_secs(86_400)),
             Some(secs) => Some(secs?).filter(|&s| s > 0).map(Duration::from_secs),
         };
+        spec.profile = o.profile;
         let started = self.jobs.ensure(spec).map_err(from_engine)?;
         let mut info = JobInfo::from(started.info);
         info.reused = started.reused.then_some(true);

@@ -1,0 +1,163 @@
+//! Running a job's shell inside a sandbox: what the server hands the trampoline
+//! ([`SandboxSpec`]), and the trampoline itself.
+//!
+//! A job's shell is started with `posix_spawn` (see `spawn.rs`: no fork, no `pre_exec`), so
+//! nothing of the server runs in the child between spawn and exec. A sandboxed job therefore
+//! spawns the server's own executable (the face's `EngineConfig::program`) as
+//! `<program> __ptyjobs-sandbox-exec <spec as JSON> <shell> -c <command>`: that process (one
+//! thread, the job's pid, already the session leader on the job's terminal) restricts itself
+//! with no_new_privs, Landlock and a seccomp filter and then execs the shell. What it applies
+//! cannot be removed by anything it execs.
+//!
+//! Only Linux enforces a sandbox; elsewhere [`support`] says so and a policy is refused.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+/// The hidden first argument that makes the `ptyjobs` executable a sandbox trampoline.
+pub(crate) const EXEC_ARG: &str = "__ptyjobs-sandbox-exec";
+/// The hidden first argument that makes it run the start canary (see [`canary`]).
+pub(crate) const CANARY_ARG: &str = "__ptyjobs-sandbox-canary";
+
+/// What a job may do, resolved to absolute paths, as the trampoline applies it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// The profile's name (the job sees it as `PTYJOBS_PROFILE`).
+    pub profile: String,
+    /// Roots where the job may create, change and delete (the job's TMPDIR among them).
+    pub write: Vec<PathBuf>,
+    /// Roots the job may read.
+    pub read: Vec<PathBuf>,
+    /// `None`: the network is "on" (not restricted). `Some`: TCP ports it may connect to and
+    /// bind; no other socket family but TCP (and netlink) on IP.
+    pub net: Option<NetPorts>,
+    /// File-path Unix sockets the job may connect to; empty: none.
+    pub unix_sockets: Vec<PathBuf>,
+    /// The programs the job may exec, when the profile has an allowlist (the shell and the
+    /// ELF interpreter are added).
+    pub exec: Option<Vec<PathBuf>>,
+    /// The job's own TMPDIR (made by the server; also in `write`).
+    pub tmpdir: Option<PathBuf>,
+    /// Run even when the kernel cannot enforce all of it.
+    pub best_effort: bool,
+}
+
+/// TCP ports a job may use when its network is not "on".
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct NetPorts {
+    /// Ports it may connect to.
+    pub connect: Vec<u16>,
+    /// Ports it may bind.
+    pub bind: Vec<u16>,
+}
+
+impl SandboxSpec {
+    /// What the job sees as `PTYJOBS_NET`: `on`, `off` (no port at all) or `ports`.
+    pub fn net_env(&self) -> &'static str {
+        match &self.net {
+            None => "on",
+            Some(p) if p.connect.is_empty() && p.bind.is_empty() => "off",
+            Some(_) => "ports",
+        }
+    }
+}
+
+/// What this kernel can enforce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Support {
+    /// The Landlock ABI version (0: no Landlock).
+    pub landlock_abi: i32,
+    /// Whether seccomp filters can be installed.
+    pub seccomp: bool,
+}
+
+/// What this kernel can enforce (off Linux: nothing).
+pub fn support() -> Support {
+    #[cfg(target_os = "linux")]
+    {
+        linux::support()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Support::default()
+    }
+}
+
+/// The file `name` in the directory of the shared object (or executable) this code was loaded
+/// from: the Node addon's `ptyjobs` binary ships beside the `.node` file. `None` off Linux or
+/// when the loader cannot tell.
+pub fn beside_this_library(name: &str) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::own_object_path().map(|p| p.with_file_name(name))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = name;
+        None
+    }
+}
+
+/// Whether this platform can enforce a policy at all: Linux only, for now.
+pub const PLATFORM_ENFORCES: bool = cfg!(target_os = "linux");
+
+/// When this process was started as a sandbox trampoline or canary, does that and never
+/// returns; otherwise returns at once.
+pub(crate) fn if_asked() {
+    #[cfg(target_os = "linux")]
+    linux::if_asked();
+}
+
+/// Restricts this process to `spec` and execs `argv` (the sandbox CLI and the trampoline):
+/// returns only with the reason it could not.
+pub fn exec_sandboxed(spec: &SandboxSpec, argv: &[std::ffi::OsString]) -> String {
+    #[cfg(target_os = "linux")]
+    {
+        linux::exec_sandboxed(spec, argv)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (spec, argv);
+        "a policy is enforced only on Linux for now".into()
+    }
+}
+
+/// One probe of the start canary: what was tried and whether the sandbox refused it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Probe {
+    /// What was tried, in a few words.
+    pub what: String,
+    /// Whether it was refused (it must be).
+    pub refused: bool,
+    /// The error or outcome.
+    pub detail: String,
+}
+
+/// Runs `program` as the start canary under `spec`: a process that applies the sandbox and
+/// tries what it must refuse (write `outside`, a TCP connect to an unlisted port, a file-path
+/// Unix socket, UDP). Returns each probe's result, or why the canary could not run.
+pub fn canary(
+    program: &std::path::Path,
+    spec: &SandboxSpec,
+    outside: &std::path::Path,
+) -> Result<Vec<Probe>, String> {
+    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(program)
+        .arg(CANARY_ARG)
+        .arg(json)
+        .arg(outside)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run the canary {}: {e}", program.display()))?;
+    serde_json::from_slice(&out.stdout).map_err(|_| {
+        format!(
+            "the canary ({}) failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })
+}
