@@ -54,10 +54,20 @@ impl JobManager {
     ///
     /// # Errors
     /// As [`Self::execute`]; [`Error::InvalidArgument`] for `ensure` without a name. With
-    /// `keep`: `Unsupported` on Windows, and the errors of the keeper's start.
+    /// `keep`: `Unsupported` on Windows, [`Error::InvalidArgument`] under a policy (the
+    /// keeper would run the job outside it), and the errors of the keeper's start.
     pub fn ensure(&self, spec: JobSpec) -> Result<Started> {
         // A kept job runs in the state directory's keeper (started when none runs; blocking).
         if spec.keep && !crate::attach::start::is_keeper() {
+            if self.inner.config.policy.is_some() {
+                // Fail closed: the keeper runs without this server's policy, so a kept job
+                // would be a way around it.
+                return Err(Error::InvalidArgument(
+                    "keep is not offered under a policy: the keeper would run the job outside \
+                     it (leave out keep)"
+                        .into(),
+                ));
+            }
             let (info, reused) = crate::keep::start_kept(self, spec)?;
             return Ok(Started { info, reused });
         }

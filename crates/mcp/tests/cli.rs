@@ -5,10 +5,10 @@
 
 #[path = "cli/harness.rs"]
 mod harness;
-#[path = "cli/name_cwd.rs"]
-mod name_cwd;
 #[path = "cli/keep.rs"]
 mod keep;
+#[path = "cli/name_cwd.rs"]
+mod name_cwd;
 #[path = "cli/names.rs"]
 mod names;
 #[path = "cli/ports.rs"]

@@ -130,6 +130,16 @@ async fn answers_carry_the_policy_watched_changes_and_no_agent_widening() {
         )
         .await;
     assert!(e.contains("without a policy"), "{e}");
+    // Nor is a job kept: the keeper would run it outside the policy.
+    let file = world.policy.display().to_string();
+    let persistent = Server::start(&["--policy", &file]).await;
+    let e = persistent
+        .tool_error(
+            "execute_command",
+            json!({ "command": "sleep 30", "keep": true }),
+        )
+        .await;
+    assert!(e.contains("not offered under a policy"), "{e}");
 }
 
 #[test]
