@@ -301,7 +301,8 @@ impl JobManager {
     }
 
     /// The job's visible screen and its status, taken at one moment (under the job's lock; a
-    /// stored job's from one read of its record).
+    /// stored job's from one read of its record; another live server's running job's from
+    /// that server, asked over its attach socket).
     ///
     /// # Errors
     /// [`Error::JobNotFound`].
@@ -312,6 +313,15 @@ impl JobManager {
                 Ok((s.term.screen(), s.status()))
             }
             Found::Stored(job) => {
+                // Another live server's running job: its screen now, from that server (else,
+                // when it cannot be reached, the screen it last saved).
+                if let Some(remote) = self.inner.remote(&job) {
+                    let op = crate::control::ControlOp::Screen;
+                    match remote.ask_blocking(&op, crate::control::SLACK) {
+                        Err(e) if crate::control::unreachable(&e) => {}
+                        live => return live,
+                    }
+                }
                 let status = self.stored_info(&job).status;
                 Ok((self.stored_in()?.screen(&job), status))
             }

@@ -3,9 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+use crate::control::{ControlOp, SLACK};
 use crate::job::JobId;
 use crate::kill::{AFTER_KILL, Target, killer, signal_now};
-use crate::manager::{Inner, JobManager};
+use crate::manager::{Controlled, Inner, JobManager};
 use crate::signal::{KillOutcome, KillReport, Signal};
 use crate::sync::lock;
 use crate::sys::sig;
@@ -114,9 +115,13 @@ impl JobManager {
     /// [`KillOutcome::AlreadyTerminated`]; processes that outlived SIGKILL are named in
     /// [`KillReport::survivors`].
     ///
+    /// A running job of another live server sharing the state directory is killed by that
+    /// server, through its kill path (asked over its attach socket).
+    ///
     /// # Errors
-    /// [`crate::Error::NotOwner`] for a running job of another live server sharing the state
-    /// directory: only that server controls it.
+    /// For another server's job: that server's error, [`crate::Error::NotOwner`] when it does
+    /// not serve control requests (no attach socket), [`crate::Error::Io`] when its socket is
+    /// refused (not a socket of this user) or it does not answer.
     pub async fn kill(
         &self,
         id: JobId,
@@ -124,11 +129,15 @@ impl JobManager {
         grace: Option<Duration>,
     ) -> crate::Result<KillReport> {
         let inner = self.inner.clone();
-        let owner = tokio::task::spawn_blocking(move || inner.job(id).map(|_| ()))
-            .await
-            .unwrap_or(Ok(()));
-        if let Err(e @ crate::Error::NotOwner { .. }) = owner {
-            return Err(e);
+        let owner = tokio::task::spawn_blocking(move || inner.controlled(id)).await;
+        if let Ok(Ok(Controlled::Remote(r))) = owner {
+            // The job's own server kills it, through its kill path (it caps the grace too).
+            let op = ControlOp::Kill {
+                signal: signal.number(),
+                grace_ms: grace.map(|g| u64::try_from(g.as_millis()).unwrap_or(u64::MAX)),
+            };
+            let within = self.inner.config.grace(grace) + AFTER_KILL + SLACK;
+            return r.ask(&op, within).await;
         }
         let grace = self.inner.config.grace(grace);
         Ok(self

@@ -6,6 +6,7 @@
 //! [`JobManager::serve_attach`](crate::JobManager::serve_attach) fails with an `Unsupported`
 //! I/O error. This module is the same on every platform: the socket itself is `sys::attach`.
 
+mod control;
 mod frames;
 mod restart;
 mod session;
@@ -24,6 +25,7 @@ pub const ATTACH_VERSION: u32 = 2;
 /// it refuse it as an unknown version instead of taking it for an attach.
 pub const ATTACH_RESTART_VERSION: u32 = 3;
 
+pub use crate::control::{ATTACH_CONTROL_VERSION, attach_socket_path};
 pub use frames::{attach_keys_frame, attach_resize_frame};
 
 /// The first line a client sends.
@@ -43,6 +45,11 @@ pub struct AttachHello {
     /// has the job's live server (which outlives the CLI) start the new job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<AttachRestart>,
+    /// Instead of attaching, have the server do one thing to its job (version
+    /// [`ATTACH_CONTROL_VERSION`] only): the server answers one line and closes. How another
+    /// server (or a Node program, or the CLI) controls a job this server runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<crate::control::ControlOp>,
 }
 
 /// What a restart request changes ([`crate::JobManager::restart`]'s `command` and `env`).
@@ -70,19 +77,6 @@ pub struct AttachReply {
     /// For a restart request: the new job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<Box<crate::job::JobInfo>>,
-}
-
-/// The socket of the server `instance` in the state directory `state_dir`:
-/// `<state_dir>/sock/<the first 16 hex digits of instance>.sock`. Short, because a socket's
-/// path must fit in ~104 bytes; hex digits only, because the instance is read from a record on
-/// disk and must never make a path of its own.
-pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
-    let name: String = instance
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(16)
-        .collect();
-    state_dir.join("sock").join(format!("{name}.sock"))
 }
 
 /// The attach socket of a manager ([`JobManager::serve_attach`]); dropping it stops listening

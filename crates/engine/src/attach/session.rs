@@ -11,7 +11,9 @@ use tokio::sync::{broadcast, watch};
 use super::frames::{Decoder, Frame};
 use super::size::Viewer;
 use super::socket::peer_allowed;
-use super::{ATTACH_RESTART_VERSION, ATTACH_VERSION, AttachHello, AttachReply};
+use super::{
+    ATTACH_CONTROL_VERSION, ATTACH_RESTART_VERSION, ATTACH_VERSION, AttachHello, AttachReply,
+};
 use crate::error::Error;
 use crate::job::JobId;
 use crate::manager::{Inner, Job, JobManager};
@@ -103,11 +105,16 @@ async fn read_hello(
     }
     let hello: AttachHello =
         serde_json::from_slice(&line).map_err(|e| format!("bad hello: {e}"))?;
-    if !(1..=ATTACH_RESTART_VERSION).contains(&hello.version) {
+    if !(1..=ATTACH_CONTROL_VERSION).contains(&hello.version) {
         return Err(format!(
-            "protocol version {} is not supported (this server speaks {ATTACH_VERSION}, and \
-             {ATTACH_RESTART_VERSION} for restarts)",
+            "protocol version {} is not supported (this server speaks {ATTACH_VERSION}, \
+             {ATTACH_RESTART_VERSION} for restarts and {ATTACH_CONTROL_VERSION} for control)",
             hello.version
+        ));
+    }
+    if (hello.version == ATTACH_CONTROL_VERSION) != hello.control.is_some() {
+        return Err(format!(
+            "a control request is a hello of version {ATTACH_CONTROL_VERSION} with `control`"
         ));
     }
     if (hello.version == ATTACH_RESTART_VERSION) != hello.restart.is_some() {
@@ -210,6 +217,9 @@ async fn serve(jobs: JobManager, (uid, rd, mut wr): Peer) -> io::Result<()> {
             }
             Err(why) => refuse(rd, &mut wr, why).await,
         };
+    }
+    if let Some(op) = hello.control.clone() {
+        return super::control::answer(&jobs, &hello.job_id, op, rd, &mut wr).await;
     }
     let (hello, job) = match find(&jobs, &hello).map(|job| (hello, job)) {
         Ok(found) => found,

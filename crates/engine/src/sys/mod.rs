@@ -27,12 +27,12 @@ pub(crate) mod spawn_spec;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{attach, fs, limits, procs, pty, sched, sig, spawn, tree};
+pub(crate) use unix::{attach, control, fs, limits, procs, pty, sched, sig, spawn, tree};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::{attach, fs, procs, pty, sig, spawn, tree};
+pub(crate) use windows::{attach, control, fs, procs, pty, sig, spawn, tree};
 
 /// On Windows, when this process was started as a job's console launcher (see
 /// `sys/windows/launch.rs`), runs the job's command and exits with its exit code; otherwise, and

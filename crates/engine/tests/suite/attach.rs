@@ -41,6 +41,7 @@ fn hello_for(id: &str) -> String {
         cols: 80,
         rows: 24,
         restart: None,
+        control: None,
     };
     format!("{}\n", serde_json::to_string(&h).expect("json"))
 }
@@ -167,6 +168,7 @@ fn hello_v2(id: &str, cols: u16, rows: u16) -> String {
         cols,
         rows,
         restart: None,
+        control: None,
     };
     format!("{}\n", serde_json::to_string(&h).expect("json"))
 }

@@ -172,6 +172,7 @@ pub(crate) fn run(store: &Store, prefix: &str) -> CmdResult {
         cols,
         rows,
         restart: None,
+        control: None,
     };
     let mut line = serde_json::to_vec(&hello).map_err(|e| Failure::msg(e.to_string()))?;
     line.push(b'\n');

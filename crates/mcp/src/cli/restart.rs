@@ -103,6 +103,7 @@ fn ask(sock: &mut UnixStream, id: JobId, change: &AttachRestart) -> Result<Attac
         cols: 0,
         rows: 0,
         restart: Some(change.clone()),
+        control: None,
     };
     let mut line = serde_json::to_vec(&hello).map_err(|e| Failure::msg(e.to_string()))?;
     line.push(b'\n');

@@ -8,6 +8,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod attach;
+pub(crate) mod control;
 pub(crate) mod fs;
 mod lane;
 pub(crate) mod launch;
