@@ -39,6 +39,10 @@ impl Inner {
         let grace = self.config.grace(Some(grace));
         let mut reports: Vec<Option<KillReport>> = Vec::with_capacity(ids.len());
         let mut jobs = Vec::new();
+        // Jobs another kill is ending already (another caller, another server's request): they
+        // are answered `already_terminated` once final, so that of two kills exactly one says
+        // it killed the job.
+        let mut joined = Vec::new();
         for &id in ids {
             let job = match self.job(id) {
                 Ok(job) => job,
@@ -53,14 +57,29 @@ impl Inner {
                 }
             };
             // The job ends by our hand from here on: its status will say so.
-            if !lock(&job.state).set_kill_reason(reason) {
+            let killing = {
+                let mut s = lock(&job.state);
+                let killing = s.killing();
+                if !s.set_kill_reason(reason) {
+                    reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
+                    continue;
+                }
+                killing
+            };
+            if killing {
                 reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
+                joined.push(job);
                 continue;
             }
             reports.push(None);
             jobs.push(job);
         }
         if jobs.is_empty() {
+            let deadline = Instant::now() + grace + AFTER_KILL;
+            for job in &joined {
+                job.wait_final(deadline.saturating_duration_since(Instant::now()))
+                    .await;
+            }
             return reports.into_iter().flatten().collect();
         }
         let targets: Vec<Target> = jobs.iter().map(|j| Target::own(j.id, &j.leader)).collect();
@@ -71,7 +90,7 @@ impl Inner {
         }
         // No process is left: the reader drains the terminal to its end and records the exit.
         let deadline = Instant::now() + AFTER_KILL;
-        for job in &jobs {
+        for job in jobs.iter().chain(&joined) {
             if !job
                 .wait_final(deadline.saturating_duration_since(Instant::now()))
                 .await
