@@ -94,13 +94,30 @@ pub struct AttachReply {
 /// when a server starts listening; a server's own socket is removed when it stops
 /// ([`AttachServer`] dropped).
 ///
-/// # Protocol (version 2; version 1 is still served)
+/// # Protocol (version 2; version 1 is still served; 3 restarts, 4 controls)
 /// 1. The client sends one line of JSON: [`AttachHello`], e.g.
 ///    `{"version":2,"job_id":"…","cols":120,"rows":40}\n`.
 ///
 ///    A hello of version [`ATTACH_RESTART_VERSION`] with `restart` asks the server to restart
 ///    the job (any job of the state directory; the new job is the server's) instead: it
 ///    answers one [`AttachReply`] carrying the new job (`job`) or the error, and closes.
+///
+///    A hello of version [`ATTACH_CONTROL_VERSION`] with `control` (a
+///    [`ControlOp`](crate::ControlOp), tagged by its `op` field: `write`, `write_all`,
+///    `interact`, `keys`, `resize`, `kill`, `screen`, `wait`) asks the server to do one thing
+///    to a job it runs, through its own paths (its input queue, its kill path, its terminal
+///    model), e.g. `{"version":4,"job_id":"…","cols":0,"rows":0,"control":{"op":"kill",
+///    "signal":15}}`. It answers one line and closes: `{"ok":true,"answer":…}` (the method's
+///    result as JSON: a number of bytes, a bool, an `Interaction`, a `KillReport`,
+///    `[screen, status]`, a `WaitOutcome`) or `{"ok":false,"error":"…","fault":{"code":
+///    "not_running",…}}` (the engine error's variant and data, rebuilt by the client as the
+///    same [`Error`](crate::Error)). A job this server does not run is refused, never asked of
+///    a third server. A `wait` is bounded by its `timeout_ms` (capped by this server's
+///    limit) and cancelled when the client closes the connection. The client is
+///    `crate::control` (every control verb of [`JobManager`](crate::JobManager) uses it for
+///    another live server's running job): it checks the socket before it sends (`lstat`: a
+///    socket of this user, never a link or a planted file) and the peer's uid after the
+///    connect, and reads the answer with a deadline.
 /// 2. The server answers one line of JSON: [`AttachReply`]. With `ok: false` (unknown job, a
 ///    job that is not running or not this server's, another uid, a bad hello) it closes.
 /// 3. Then raw bytes both ways, until either side closes:
