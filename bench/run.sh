@@ -7,7 +7,7 @@
 #
 # Builds the release `ptyjobs` binary and the bench programs into $CARGO_TARGET_DIR (default:
 # the workspace's target/), then runs, one after another: workloads, throughput, parse,
-# roundtrip, startup, scale, bounded, persist, ensure, ports (each documented at the top of
+# roundtrip, startup, scale, bounded, persist, ensure, ports, control (each documented at the top of
 # bench/src/bin/<name>.rs). Every
 # figure is printed beside its reference measured in the same run, with the ratio; the rows
 # that carry a target verdict are gathered into the summary at the top. Not part of the tests.
@@ -48,6 +48,8 @@ PTYJOBS_STATE_DIR=$(state bounded) "$bin/bounded" "${sizes[8]}" >"$tmp/s6.md"
 PTYJOBS_STATE_DIR=$(state persist) "$bin/persist" "${sizes[9]}" >"$tmp/s7.md"
 PTYJOBS_STATE_DIR=$(state ensure) "$bin/ensure" "${sizes[4]}" >"$tmp/s8.md"
 PTYJOBS_STATE_DIR=$(state ports) "$bin/ports" "${sizes[10]}" >"$tmp/s9.md"
+# Two servers on one state directory (sa: after s9 in every locale's order).
+PTYJOBS_STATE_DIR=$(state control) "$bin/control" "${sizes[10]}" >"$tmp/sa.md"
 took=$(( $(date +%s) - started ))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use crate::control::{ControlError, ControlOp, ControlReply, ControlWait};
+use crate::control::{ControlOp, ControlWait, reply_line};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::manager::{Found, JobManager};
@@ -40,34 +40,19 @@ pub(super) async fn answer(
     } else {
         run(jobs, job_id, op).await
     };
-    let reply = match done {
-        Ok(answer) => ControlReply {
-            ok: true,
-            error: None,
-            fault: None,
-            answer: Some(answer),
-        },
-        Err(e) => ControlReply {
-            ok: false,
-            error: Some(e.to_string()),
-            fault: Some(ControlError::from(&e)),
-            answer: None,
-        },
-    };
-    let mut line = serde_json::to_vec(&reply).map_err(std::io::Error::other)?;
-    line.push(b'\n');
+    let line = reply_line(done);
     wr.write_all(&line).await?;
     wr.flush().await?;
     wr.shutdown().await
 }
 
-fn json(v: impl serde::Serialize) -> Result<serde_json::Value> {
-    serde_json::to_value(v).map_err(|e| Error::Io(std::io::Error::other(e)))
+fn json(v: impl serde::Serialize) -> Result<Vec<u8>> {
+    serde_json::to_vec(&v).map_err(|e| Error::Io(std::io::Error::other(e)))
 }
 
 /// `op` on job `job_id`, which must be this server's and running: a request is never passed
 /// on to a third server.
-async fn run(jobs: &JobManager, job_id: &str, op: ControlOp) -> Result<serde_json::Value> {
+async fn run(jobs: &JobManager, job_id: &str, op: ControlOp) -> Result<Vec<u8>> {
     let id: JobId = job_id.parse()?;
     // In memory, at once; anything else (for its error) from the state directory.
     if !lock(&jobs.inner.table).jobs.contains_key(&id) {

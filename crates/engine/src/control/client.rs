@@ -131,7 +131,7 @@ impl Remote {
                 )));
             }
         };
-        let reply: ControlReply = serde_json::from_slice(&line).map_err(|e| {
+        let reply: ControlReply<T> = serde_json::from_slice(&line).map_err(|e| {
             Error::Io(io::Error::other(format!(
                 "the answer of ptyjobs server pid {} is not valid: {e}",
                 self.server_pid
@@ -142,12 +142,7 @@ impl Remote {
                 ok: true,
                 answer: Some(answer),
                 ..
-            } => serde_json::from_value(answer).map_err(|e| {
-                Error::Io(io::Error::other(format!(
-                    "the answer of ptyjobs server pid {} is not valid: {e}",
-                    self.server_pid
-                )))
-            }),
+            } => Ok(answer),
             ControlReply {
                 fault: Some(fault), ..
             } => Err(fault.into()),

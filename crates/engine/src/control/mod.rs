@@ -17,8 +17,8 @@ mod wire_error;
 use std::path::{Path, PathBuf};
 
 pub(crate) use client::{Remote, SLACK, unreachable};
-pub(crate) use wire::ControlReply;
 pub use wire::{ControlBytes, ControlOp, ControlWait};
+pub(crate) use wire::{ControlReply, reply_line};
 pub(crate) use wire_error::ControlError;
 
 /// The protocol version of a control request ([`crate::AttachHello::control`]): servers that

@@ -123,16 +123,49 @@ pub enum ControlOp {
 
 /// The answer line: `{"ok":true,"answer":…}`, or `{"ok":false,"error":"…","fault":{"code":…}}`.
 /// A refusal before the request was read (another uid, a bad hello, an older server) has
-/// only `error`, as every attach refusal.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct ControlReply {
+/// only `error`, as every attach refusal. Read straight into the answer's type `T`.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ControlReply<T> {
     pub(crate) ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub(crate) error: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub(crate) fault: Option<super::ControlError>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) answer: Option<serde_json::Value>,
+    #[serde(default = "none")]
+    pub(crate) answer: Option<T>,
+}
+
+fn none<T>() -> Option<T> {
+    None
+}
+
+/// The answer line of `done` (with its newline): the answer serialised once, in place.
+pub(crate) fn reply_line(done: crate::error::Result<Vec<u8>>) -> Vec<u8> {
+    let mut line = match done {
+        Ok(answer) => {
+            let mut line = Vec::with_capacity(answer.len() + 24);
+            line.extend_from_slice(br#"{"ok":true,"answer":"#);
+            line.extend_from_slice(&answer);
+            line.push(b'}');
+            line
+        }
+        Err(e) => {
+            #[derive(Serialize)]
+            struct Failed {
+                ok: bool,
+                error: String,
+                fault: super::ControlError,
+            }
+            let failed = Failed {
+                ok: false,
+                error: e.to_string(),
+                fault: super::ControlError::from(&e),
+            };
+            serde_json::to_vec(&failed).unwrap_or_else(|_| br#"{"ok":false}"#.to_vec())
+        }
+    };
+    line.push(b'\n');
+    line
 }
 
 #[cfg(test)]
@@ -149,6 +182,19 @@ mod tests {
             let back: ControlBytes = serde_json::from_str(&t).unwrap();
             assert_eq!(serde_json::to_string(&back).unwrap(), t);
         }
+    }
+
+    #[test]
+    fn an_answer_and_a_failure_read_back() {
+        let line = reply_line(Ok(b"[1,2]".to_vec()));
+        let r: ControlReply<Vec<u8>> = serde_json::from_slice(&line).unwrap();
+        assert!(r.ok && r.answer == Some(vec![1, 2]));
+        let line = reply_line(Err(crate::error::Error::InvalidArgument("bad".into())));
+        let r: ControlReply<Vec<u8>> = serde_json::from_slice(&line).unwrap();
+        assert!(!r.ok && r.answer.is_none() && r.fault.is_some(), "{r:?}");
+        let refused: ControlReply<u32> =
+            serde_json::from_str(r#"{"ok":false,"error":"no"}"#).unwrap();
+        assert_eq!(refused.error.as_deref(), Some("no"));
     }
 
     #[test]
