@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
-use crate::manager::{Found, Job, JobEvent, JobManager, State};
+use crate::manager::{Controlled, Found, Job, JobEvent, JobManager, State};
 use crate::output::OutputSlice;
 use crate::output::window::{Captured, Plan, Start};
 use crate::store::{Store, StoredJob};
@@ -307,21 +307,21 @@ impl JobManager {
     /// # Errors
     /// [`Error::JobNotFound`].
     pub fn screen_status(&self, id: JobId) -> Result<(ScreenSnapshot, JobStatus)> {
+        // Another live server's running job: its screen now, from that server (else, when it
+        // cannot be reached, the screen it last saved).
+        if let Ok(Controlled::Remote(remote)) = self.inner.controlled(id) {
+            let op = crate::control::ControlOp::Screen;
+            match remote.ask_blocking(&op, crate::control::SLACK) {
+                Err(e) if crate::control::unreachable(&e) => {}
+                live => return live,
+            }
+        }
         match self.inner.find(id)? {
             Found::Live(job) => {
                 let s = lock(&job.state);
                 Ok((s.term.screen(), s.status()))
             }
             Found::Stored(job) => {
-                // Another live server's running job: its screen now, from that server (else,
-                // when it cannot be reached, the screen it last saved).
-                if let Some(remote) = self.inner.remote(&job) {
-                    let op = crate::control::ControlOp::Screen;
-                    match remote.ask_blocking(&op, crate::control::SLACK) {
-                        Err(e) if crate::control::unreachable(&e) => {}
-                        live => return live,
-                    }
-                }
                 let status = self.stored_info(&job).status;
                 Ok((self.stored_in()?.screen(&job), status))
             }

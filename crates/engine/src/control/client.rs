@@ -1,16 +1,19 @@
 //! The client of a control request: what a verb uses in place of answering "another server
 //! owns this job" (see the module's docs for the checks).
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{ATTACH_CONTROL_VERSION, ControlOp, ControlReply, attach_socket_path};
 use crate::error::{Error, Result};
-use crate::job::JobId;
+use crate::job::{JobId, JobStatus};
+use crate::store::ProcessRef;
 use crate::sys::control as sys;
 
 /// The longest answer read (a screen of 1000 × 1000 cells with a wait's tail fits).
@@ -34,15 +37,54 @@ struct Hello<'a> {
 pub(crate) struct Remote {
     pub(crate) id: JobId,
     pub(crate) server_pid: u32,
+    /// The server's process as its record names it (is it still alive?).
+    owner: ProcessRef,
     socket: PathBuf,
 }
 
+/// What a job's record file looked like when its owner was found: its write time and length.
+type Stamp = (SystemTime, u64);
+
+/// The owners of other servers' jobs found lately, each under the stamp of the record it was
+/// read from: a control verb on such a job reads its record once, then only looks at the
+/// file (unchanged: the job still runs under the same server; the owner is the authority on
+/// the rest and answers `NotRunning` for a job that ended). Forgotten when the owner cannot be
+/// reached or answers that the job is not, or no longer, its running job.
+static KNOWN: Mutex<Option<HashMap<JobId, (Stamp, Remote)>>> = Mutex::new(None);
+/// More than this many are forgotten all at once (they are cheap to find again).
+const KNOWN_MAX: usize = 256;
+
+/// The owner of job `id` found under the record stamp `stamp`, if its record is unchanged.
+pub(crate) fn known(id: JobId, stamp: Stamp) -> Option<Remote> {
+    let known = crate::sync::lock(&KNOWN);
+    let (seen, remote) = known.as_ref()?.get(&id)?;
+    (*seen == stamp).then(|| remote.clone())
+}
+
+/// Notes that `remote` owns job `id` while its record has the stamp `stamp`.
+pub(crate) fn remember(id: JobId, stamp: Stamp, remote: &Remote) {
+    let mut known = crate::sync::lock(&KNOWN);
+    let map = known.get_or_insert_with(HashMap::new);
+    if map.len() >= KNOWN_MAX {
+        map.clear();
+    }
+    map.insert(id, (stamp, remote.clone()));
+}
+
+fn forget(id: JobId) {
+    if let Some(map) = crate::sync::lock(&KNOWN).as_mut() {
+        map.remove(&id);
+    }
+}
+
 impl Remote {
-    /// Job `id` of the server `instance` (pid `server_pid`) of the state directory `state_dir`.
-    pub(crate) fn new(state_dir: &Path, instance: &str, id: JobId, server_pid: u32) -> Self {
+    /// Job `id` of the server `instance` (its process `owner`) of the state directory
+    /// `state_dir`.
+    pub(crate) fn new(state_dir: &Path, instance: &str, id: JobId, owner: ProcessRef) -> Self {
         Self {
             id,
-            server_pid,
+            server_pid: owner.pid,
+            owner,
             socket: attach_socket_path(state_dir, instance),
         }
     }
@@ -115,10 +157,19 @@ impl Remote {
                     io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
                 ) =>
             {
+                forget(self.id);
+                // Its server is gone: its record reads `killed` (server stopped) now.
+                if !self.owner.is_alive() {
+                    return Err(Error::NotRunning {
+                        id: self.id,
+                        status: JobStatus::Killed,
+                    });
+                }
                 return Err(self.not_owner());
             }
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(Error::Io(e)),
             Err(e) => {
+                forget(self.id);
                 return Err(Error::Io(io::Error::new(
                     e.kind(),
                     format!(
@@ -145,7 +196,13 @@ impl Remote {
             } => Ok(answer),
             ControlReply {
                 fault: Some(fault), ..
-            } => Err(fault.into()),
+            } => {
+                let e = Error::from(fault);
+                if matches!(e, Error::NotRunning { .. } | Error::NotOwner { .. }) {
+                    forget(self.id);
+                }
+                Err(e)
+            }
             // A refusal before the request was read (an older server: the version).
             ControlReply { error, .. } => Err(Error::Io(io::Error::other(format!(
                 "ptyjobs server pid {} refused to control job {}: {}",

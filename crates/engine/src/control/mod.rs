@@ -16,7 +16,7 @@ mod wire_error;
 
 use std::path::{Path, PathBuf};
 
-pub(crate) use client::{Remote, SLACK, unreachable};
+pub(crate) use client::{Remote, SLACK, known, remember, unreachable};
 pub use wire::{ControlBytes, ControlOp, ControlWait};
 pub(crate) use wire::{ControlReply, reply_line};
 pub(crate) use wire_error::ControlError;

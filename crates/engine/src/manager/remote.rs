@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use super::{Found, Inner, Job};
-use crate::control::Remote;
+use crate::control::{self, Remote};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::store::StoredJob;
+use crate::sync::lock;
 
 /// Where a control verb acts on a running job.
 pub(crate) enum Controlled {
@@ -25,6 +26,14 @@ impl Inner {
     /// [`Error::JobNotFound`]; [`Error::NotRunning`] for a job known only from the state
     /// directory that has ended.
     pub(crate) fn controlled(&self, id: JobId) -> Result<Controlled> {
+        if let Some(job) = lock(&self.table).jobs.get(&id).cloned() {
+            return Ok(Controlled::Own(job));
+        }
+        // Another server's job found before, its record unchanged since: no read of it.
+        let stamp = self.store.as_deref().and_then(|s| s.record_stamp(id));
+        if let Some(remote) = stamp.and_then(|stamp| control::known(id, stamp)) {
+            return Ok(Controlled::Remote(remote));
+        }
         match self.find(id)? {
             Found::Live(job) => Ok(Controlled::Own(job)),
             Found::Stored(job) if job.record.status.is_final() => Err(Error::NotRunning {
@@ -32,12 +41,15 @@ impl Inner {
                 status: job.record.status,
             }),
             Found::Stored(job) => {
-                self.remote(&job)
-                    .map(Controlled::Remote)
-                    .ok_or(Error::NotOwner {
-                        id,
-                        server_pid: job.record.server.process.pid,
-                    })
+                let remote = self.remote(&job).ok_or(Error::NotOwner {
+                    id,
+                    server_pid: job.record.server.process.pid,
+                })?;
+                // The stamp taken before the read: a write meanwhile makes the next look miss.
+                if let Some(stamp) = stamp {
+                    control::remember(id, stamp, &remote);
+                }
+                Ok(Controlled::Remote(remote))
             }
         }
     }
@@ -52,7 +64,7 @@ impl Inner {
                 &store.config().dir,
                 &r.server.instance,
                 r.id,
-                r.server.process.pid,
+                r.server.process,
             )
         })
     }

@@ -306,6 +306,13 @@ async fn a_wait_on_a_job_whose_server_dies_answers() {
     assert!(started.elapsed() < Duration::from_secs(30), "{w}");
     assert_eq!(w["reason"], "exited", "{w}");
     assert_ne!(w["status"], "running", "{w}");
+    // Its server is gone: the job is over for every verb, not "another server's".
+    let e = b
+        .tool_error("interact_with_job", json!({ "job_id": job, "input": "x" }))
+        .await;
+    assert!(e.contains("not running"), "{e}");
+    let k = b.ok("kill_job", json!({ "job_id": job })).await;
+    assert_eq!(k["status"], "already_terminated", "{k}");
 }
 
 /// What sits at the owner's socket path, if not the owner's socket, is refused: nothing is
