@@ -156,7 +156,13 @@ impl JobManager {
                 grace_ms: grace.map(|g| u64::try_from(g.as_millis()).unwrap_or(u64::MAX)),
             };
             let within = self.inner.config.grace(grace) + AFTER_KILL + SLACK;
-            return r.ask(&op, within).await;
+            return match r.ask(&op, within).await {
+                // Its server is gone, and the job with it.
+                Err(crate::Error::NotRunning { .. }) => {
+                    Ok(KillReport::of(KillOutcome::AlreadyTerminated))
+                }
+                answer => answer,
+            };
         }
         let grace = self.inner.config.grace(grace);
         Ok(self
