@@ -147,3 +147,65 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .await
         .map_err(|e| Error::Io(std::io::Error::other(format!("control task failed: {e}"))))?
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use tokio::io::AsyncWriteExt;
+
+    use crate::config::EngineConfig;
+    use crate::job::JobSpec;
+    use crate::manager::JobManager;
+    use crate::store::StoreConfig;
+    use crate::sync::lock;
+
+    /// Polls `check` every 10 ms for up to 10 s.
+    async fn eventually(mut check: impl FnMut() -> bool) -> bool {
+        let until = Instant::now() + std::time::Duration::from_secs(10);
+        while Instant::now() < until {
+            if check() {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    /// A forwarded wait holds the job's watchers only while its client is connected: the client
+    /// going away (its process dead, its future dropped) ends the wait at the owner.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wait_ends_when_its_client_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = JobManager::new(EngineConfig {
+            store: Some(StoreConfig::new(dir.path())),
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        let server = jobs.serve_attach().unwrap();
+        let info = jobs
+            .execute(JobSpec {
+                command: "sleep 100".into(),
+                ..JobSpec::default()
+            })
+            .unwrap();
+        let job = lock(&jobs.inner.table).jobs.get(&info.id).cloned().unwrap();
+        let watchers = || job.events.receiver_count();
+        let before = watchers();
+        let mut client = tokio::net::UnixStream::connect(server.path())
+            .await
+            .unwrap();
+        let hello = format!(
+            r#"{{"version":4,"job_id":"{}","cols":0,"rows":0,"control":{{"op":"wait","pattern":"never","timeout_ms":600000}}}}"#,
+            info.id
+        );
+        client
+            .write_all(format!("{hello}\n").as_bytes())
+            .await
+            .unwrap();
+        assert!(eventually(|| watchers() > before).await, "the wait began");
+        drop(client);
+        assert!(eventually(|| watchers() == before).await, "the wait ended");
+        jobs.shutdown().await;
+    }
+}
