@@ -1,5 +1,7 @@
 //! Talking to a running job: writes, interactions, keys, resizes. Everything written goes
 //! through the job's input queue ([`crate::input_queue`]), in order with the terminal's replies.
+//! A running job of another live server sharing the state directory is talked to by that
+//! server, asked over its attach socket ([`crate::control`]): its queue, its terminal's modes.
 
 use std::time::{Duration, Instant};
 
