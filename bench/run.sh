@@ -7,7 +7,7 @@
 #
 # Builds the release `ptyjobs` binary and the bench programs into $CARGO_TARGET_DIR (default:
 # the workspace's target/), then runs, one after another: workloads, throughput, parse,
-# roundtrip, startup, scale, bounded, persist, ensure, ports, keep, policy (each documented at the top of
+# roundtrip, startup, scale, bounded, persist, ensure, ports, keep, policy, control (each documented at the top of
 # bench/src/bin/<name>.rs). Every
 # figure is printed beside its reference measured in the same run, with the ratio; the rows
 # that carry a target verdict are gathered into the summary at the top. Not part of the tests.
@@ -51,6 +51,8 @@ PTYJOBS_STATE_DIR=$(state ports) "$bin/ports" "${sizes[10]}" >"$tmp/s9.md"
 PTYJOBS_STATE_DIR=$(state keep) "$bin/keep" "$($quick && echo 20 || echo 200)" >"$tmp/s9k.md"
 # policy: calls and seq lines (its servers run with --no-persist; issue 24).
 "$bin/policy" "$($quick && echo 50 || echo 500)" "$($quick && echo 100000 || echo 1000000)" >"$tmp/s9p.md"
+# Two servers on one state directory (sa: after s9 in every locale's order).
+PTYJOBS_STATE_DIR=$(state control) "$bin/control" "${sizes[10]}" >"$tmp/sa.md"
 took=$(( $(date +%s) - started ))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -208,7 +208,8 @@ export declare class JobManager {
    * `survivors` the pids of the job's processes still alive after SIGKILL and a 5 s check
    * (normally empty). Rejects with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad
    * grace) or `NOT_OWNER` (a running job of another live process sharing the state
-   * directory).
+   * directory that serves no attach socket). Another live process's job is killed by that
+   * process, through its kill path (asked over its attach socket).
    */
   kill(jobId: string, options?: KillOptions | undefined | null): Promise<KillReport>
   /**
@@ -246,10 +247,10 @@ export declare class JobManager {
    * `'info' in result` tells them apart). Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`,
    * `INVALID_ARGUMENT` (bad pattern, `idleMs`, `port` or `timeoutMs`).
    *
-   * Of a job read from the state directory (`thisServer: false`) only the end can be
-   * watched, through its record: an ended one resolves at once (`exited` in the form with a
-   * condition); for one another process runs, `pattern`, `idleMs` and `port` are not
-   * watched and the wait ends at its exit or at the timeout.
+   * Of a job read from the state directory (`thisServer: false`): an ended one resolves at
+   * once (`exited` in the form with a condition); for one another live process runs, that
+   * process waits for `pattern`, `idleMs` and `input` (asked over its attach socket), and
+   * `port` and `listening` are watched through the job's processes.
    */
   wait<O extends WaitOptions = {}>(jobId: string, options?: O): Promise<O extends { pattern: string } | { idleMs: number } | { port: number } | { input: true } ? WaitResult : [Extract<keyof O, 'pattern' | 'idleMs' | 'port' | 'input'>] extends [never] ? JobInfo : JobInfo | WaitResult>
   /**
@@ -370,7 +371,8 @@ export interface JobInfo {
   /**
    * Whether this manager started the job. False for jobs read from the state directory
    * (with persistence): those of earlier managers and runs, which have ended, and those a
-   * live process sharing the directory runs, which only it controls (`NOT_OWNER`).
+   * live process sharing the directory runs, controlled through that process (its attach
+   * socket).
    */
   thisServer: boolean
   /**

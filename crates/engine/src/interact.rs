@@ -1,14 +1,17 @@
 //! Talking to a running job: writes, interactions, keys, resizes. Everything written goes
 //! through the job's input queue ([`crate::input_queue`]), in order with the terminal's replies.
+//! A running job of another live server sharing the state directory is talked to by that
+//! server, asked over its attach socket ([`crate::control`]): its queue, its terminal's modes.
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::control::{ControlBytes, ControlOp, SLACK};
 use crate::error::Result;
 use crate::job::{JobId, JobStatus};
 use crate::keys::encode_keys;
-use crate::manager::{JobManager, check_size};
+use crate::manager::{Controlled, JobManager, check_size};
 use crate::sync::lock;
 use crate::sys::pty;
 
@@ -54,7 +57,7 @@ pub fn typed_input(text: &str, enter: bool) -> Vec<u8> {
 }
 
 /// What an interaction with a job produced.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interaction {
     /// The text from the line the input went to (a prompt's line) to the end: the echo of the
     /// input and the job's response. When the program redrew lines above that line (a menu
@@ -80,7 +83,13 @@ impl JobManager {
     /// # Errors
     /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
     pub fn write(&self, id: JobId, data: &[u8]) -> Result<usize> {
-        let job = self.inner.job(id)?;
+        let job = match self.inner.controlled(id)? {
+            Controlled::Own(job) => job,
+            Controlled::Remote(r) => {
+                let data = ControlBytes(data.to_vec());
+                return r.ask_blocking(&ControlOp::Write { data }, SLACK);
+            }
+        };
         let master = job.master()?;
         // Another caller's write is under way: nothing can be written now without cutting it.
         let Some(_turn) = job.input.try_turn(&master) else {
@@ -96,7 +105,16 @@ impl JobManager {
     /// # Errors
     /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
     pub async fn write_all(&self, id: JobId, data: &[u8], deadline: Duration) -> Result<usize> {
-        let job = self.inner.job(id)?;
+        let job = match self.inner.controlled(id)? {
+            Controlled::Own(job) => job,
+            Controlled::Remote(r) => {
+                let op = ControlOp::WriteAll {
+                    data: ControlBytes(data.to_vec()),
+                    deadline_ms: millis(deadline),
+                };
+                return r.ask(&op, deadline.saturating_add(SLACK)).await;
+            }
+        };
         let master = job.master()?;
         job.waiting.clear(); // the input may answer the prompt
         let until = Instant::now() + deadline;
@@ -148,7 +166,17 @@ impl JobManager {
         keys: &[S],
         wait: Duration,
     ) -> Result<Interaction> {
-        let job = self.inner.job(id)?;
+        let job = match self.inner.controlled(id)? {
+            Controlled::Own(job) => job,
+            Controlled::Remote(r) => {
+                let op = ControlOp::Interact {
+                    input: ControlBytes(input.to_vec()),
+                    keys: keys.iter().map(|k| k.as_ref().to_owned()).collect(),
+                    wait_ms: millis(wait),
+                };
+                return r.ask(&op, wait.saturating_add(SLACK)).await;
+            }
+        };
         let master = job.master()?;
         let start = Instant::now();
         let deadline = start + wait;
@@ -233,7 +261,14 @@ impl JobManager {
     /// [`crate::Error::InvalidArgument`] for an unknown key, [`crate::Error::JobNotFound`],
     /// [`crate::Error::NotRunning`].
     pub async fn send_keys<S: AsRef<str>>(&self, id: JobId, keys: &[S]) -> Result<usize> {
-        let job = self.inner.job(id)?;
+        let job = match self.inner.controlled(id)? {
+            Controlled::Own(job) => job,
+            Controlled::Remote(r) => {
+                let keys = keys.iter().map(|k| k.as_ref().to_owned()).collect();
+                let op = ControlOp::Keys { keys };
+                return r.ask(&op, WRITE_DEADLINE.saturating_add(SLACK)).await;
+            }
+        };
         let app_cursor = lock(&job.state).term.application_cursor();
         let bytes = encode_keys(keys, app_cursor)?;
         self.write_all(id, &bytes, WRITE_DEADLINE).await
@@ -246,7 +281,12 @@ impl JobManager {
     /// [`crate::Error::JobNotFound`], [`crate::Error::InvalidArgument`] for a size outside 1..=1000.
     pub fn resize(&self, id: JobId, cols: u16, rows: u16) -> Result<bool> {
         let (cols, rows) = (check_size("cols", cols)?, check_size("rows", rows)?);
-        let job = self.inner.job(id)?;
+        let job = match self.inner.controlled(id)? {
+            Controlled::Own(job) => job,
+            Controlled::Remote(r) => {
+                return r.ask_blocking(&ControlOp::Resize { cols, rows }, SLACK);
+            }
+        };
         let mut s = lock(&job.state);
         let Some(master) = s.master() else {
             return Ok(false);
@@ -256,6 +296,24 @@ impl JobManager {
         pty::set_size(&master, cols, rows)?;
         Ok(true)
     }
+
+    /// [`Self::resize`] for a caller on an async runtime: a job of another server is resized
+    /// by that server without blocking the caller's worker.
+    ///
+    /// # Errors
+    /// As [`Self::resize`].
+    pub async fn resize_async(&self, id: JobId, cols: u16, rows: u16) -> Result<bool> {
+        let (cols, rows) = (check_size("cols", cols)?, check_size("rows", rows)?);
+        match self.inner.controlled(id)? {
+            Controlled::Own(_) => self.resize(id, cols, rows),
+            Controlled::Remote(r) => r.ask(&ControlOp::Resize { cols, rows }, SLACK).await,
+        }
+    }
+}
+
+/// `d` in whole milliseconds, saturated.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 mod attach;
 mod bounded;
 mod config;
+mod control;
 mod ensure;
 mod error;
 mod fastpath;
@@ -58,11 +59,12 @@ mod terminal;
 mod wait;
 
 pub use attach::{
-    ATTACH_RESTART_VERSION, ATTACH_START_VERSION, ATTACH_VERSION, AttachHello, AttachReply,
-    AttachRestart, AttachServer, AttachStart, StartReply, attach_keys_frame, attach_resize_frame,
-    attach_socket_path,
+    ATTACH_CONTROL_VERSION, ATTACH_RESTART_VERSION, ATTACH_START_VERSION, ATTACH_VERSION,
+    AttachHello, AttachReply, AttachRestart, AttachServer, AttachStart, StartReply,
+    attach_keys_frame, attach_resize_frame, attach_socket_path,
 };
 pub use config::{EngineConfig, prefer_prompt_wakeups, raise_fd_limit};
+pub use control::{ControlBytes, ControlOp, ControlWait};
 pub use ensure::Started;
 pub use error::{Error, NameTaken, Result};
 pub use follow::{Follow, Followed};

@@ -23,7 +23,9 @@ use crate::store::{SavedScreen, Store, StoredJob};
 use crate::sync::{Rank, Ranked, lock};
 use crate::sys::{Leader, sig};
 
+mod remote;
 mod state;
+pub(crate) use remote::Controlled;
 pub(crate) use state::State;
 
 /// A change notification of one job: sent whenever output arrives and when the job ends.

@@ -14,7 +14,7 @@ pub(crate) mod window;
 pub use transcript::Transcript;
 
 /// A read of a job's transcript.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct OutputSlice {
     /// The lines returned, joined with `\n` (no trailing newline).
     pub output: String,

@@ -18,7 +18,7 @@ use crate::procs;
 use crate::sys::net::{self, Listening};
 
 /// A process that holds a port a job waited for, when it is not the job's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PortHolder {
     /// The process that holds the listening socket.
     pub pid: u32,

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, JobStatus};
-use crate::manager::{Found, Job, JobEvent, JobManager, State};
+use crate::manager::{Controlled, Found, Job, JobEvent, JobManager, State};
 use crate::output::OutputSlice;
 use crate::output::window::{Captured, Plan, Start};
 use crate::store::{Store, StoredJob};
@@ -301,11 +301,21 @@ impl JobManager {
     }
 
     /// The job's visible screen and its status, taken at one moment (under the job's lock; a
-    /// stored job's from one read of its record).
+    /// stored job's from one read of its record; another live server's running job's from
+    /// that server, asked over its attach socket).
     ///
     /// # Errors
     /// [`Error::JobNotFound`].
     pub fn screen_status(&self, id: JobId) -> Result<(ScreenSnapshot, JobStatus)> {
+        // Another live server's running job: its screen now, from that server (else, when it
+        // cannot be reached, the screen it last saved).
+        if let Ok(Controlled::Remote(remote)) = self.inner.controlled(id) {
+            let op = crate::control::ControlOp::Screen;
+            match remote.ask_blocking(&op, crate::control::SLACK) {
+                Err(e) if crate::control::unreachable(&e) => {}
+                live => return live,
+            }
+        }
         match self.inner.find(id)? {
             Found::Live(job) => {
                 let s = lock(&job.state);

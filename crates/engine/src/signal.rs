@@ -99,7 +99,7 @@ impl FromStr for Signal {
 }
 
 /// What a kill request ended in. Wire names `killed`, `already_terminated`, `not_found`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KillOutcome {
     /// The job was running and was signalled, then checked: see [`KillReport::survivors`] for
@@ -114,7 +114,7 @@ pub enum KillOutcome {
 /// A kill's answer, decided after it verified what is left: the outcome and the job's
 /// processes (pids) still alive after SIGKILL and a bounded wait, if any. An empty
 /// `survivors` with [`KillOutcome::Killed`] means no process proven to be the job's remains.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct KillReport {
     /// What the kill ended in.
     pub outcome: KillOutcome,

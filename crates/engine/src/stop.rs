@@ -3,9 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+use crate::control::{ControlOp, SLACK};
 use crate::job::JobId;
 use crate::kill::{AFTER_KILL, Target, killer, signal_now};
-use crate::manager::{Inner, JobManager};
+use crate::manager::{Controlled, Inner, JobManager};
 use crate::signal::{KillOutcome, KillReport, Signal};
 use crate::sync::lock;
 use crate::sys::sig;
@@ -38,6 +39,10 @@ impl Inner {
         let grace = self.config.grace(Some(grace));
         let mut reports: Vec<Option<KillReport>> = Vec::with_capacity(ids.len());
         let mut jobs = Vec::new();
+        // Jobs another kill is ending already (another caller, another server's request): they
+        // are answered `already_terminated` once final, so that of two kills exactly one says
+        // it killed the job.
+        let mut joined = Vec::new();
         for &id in ids {
             let job = match self.job(id) {
                 Ok(job) => job,
@@ -52,14 +57,29 @@ impl Inner {
                 }
             };
             // The job ends by our hand from here on: its status will say so.
-            if !lock(&job.state).set_kill_reason(reason) {
+            let killing = {
+                let mut s = lock(&job.state);
+                let killing = s.killing();
+                if !s.set_kill_reason(reason) {
+                    reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
+                    continue;
+                }
+                killing
+            };
+            if killing {
                 reports.push(Some(KillReport::of(KillOutcome::AlreadyTerminated)));
+                joined.push(job);
                 continue;
             }
             reports.push(None);
             jobs.push(job);
         }
         if jobs.is_empty() {
+            let deadline = Instant::now() + grace + AFTER_KILL;
+            for job in &joined {
+                job.wait_final(deadline.saturating_duration_since(Instant::now()))
+                    .await;
+            }
             return reports.into_iter().flatten().collect();
         }
         let targets: Vec<Target> = jobs.iter().map(|j| Target::own(j.id, &j.leader)).collect();
@@ -70,7 +90,7 @@ impl Inner {
         }
         // No process is left: the reader drains the terminal to its end and records the exit.
         let deadline = Instant::now() + AFTER_KILL;
-        for job in &jobs {
+        for job in jobs.iter().chain(&joined) {
             if !job
                 .wait_final(deadline.saturating_duration_since(Instant::now()))
                 .await
@@ -114,9 +134,13 @@ impl JobManager {
     /// [`KillOutcome::AlreadyTerminated`]; processes that outlived SIGKILL are named in
     /// [`KillReport::survivors`].
     ///
+    /// A running job of another live server sharing the state directory is killed by that
+    /// server, through its kill path (asked over its attach socket).
+    ///
     /// # Errors
-    /// [`crate::Error::NotOwner`] for a running job of another live server sharing the state
-    /// directory: only that server controls it.
+    /// For another server's job: that server's error, [`crate::Error::NotOwner`] when it does
+    /// not serve control requests (no attach socket), [`crate::Error::Io`] when its socket is
+    /// refused (not a socket of this user) or it does not answer.
     pub async fn kill(
         &self,
         id: JobId,
@@ -124,11 +148,21 @@ impl JobManager {
         grace: Option<Duration>,
     ) -> crate::Result<KillReport> {
         let inner = self.inner.clone();
-        let owner = tokio::task::spawn_blocking(move || inner.job(id).map(|_| ()))
-            .await
-            .unwrap_or(Ok(()));
-        if let Err(e @ crate::Error::NotOwner { .. }) = owner {
-            return Err(e);
+        let owner = tokio::task::spawn_blocking(move || inner.controlled(id)).await;
+        if let Ok(Ok(Controlled::Remote(r))) = owner {
+            // The job's own server kills it, through its kill path (it caps the grace too).
+            let op = ControlOp::Kill {
+                signal: signal.number(),
+                grace_ms: grace.map(|g| u64::try_from(g.as_millis()).unwrap_or(u64::MAX)),
+            };
+            let within = self.inner.config.grace(grace) + AFTER_KILL + SLACK;
+            return match r.ask(&op, within).await {
+                // Its server is gone, and the job with it.
+                Err(crate::Error::NotRunning { .. }) => {
+                    Ok(KillReport::of(KillOutcome::AlreadyTerminated))
+                }
+                answer => answer,
+            };
         }
         let grace = self.inner.config.grace(grace);
         Ok(self

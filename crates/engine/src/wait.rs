@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobInfo, Listener};
@@ -16,6 +16,9 @@ use crate::ports::{PortHolder, url_of};
 use crate::readiness::{self, Probe, Seen, Want};
 use crate::search::{self, SearchResult};
 use crate::sync::lock;
+
+mod remote;
+use remote::{needs_owner, wait_remote};
 
 /// A URL per port of `listeners` (an address family's second listener on a port adds none).
 fn urls(listeners: &[crate::Listener]) -> Vec<String> {
@@ -61,7 +64,7 @@ pub struct WaitSpec {
 
 /// Which condition ended a wait. Wire names `exited`, `matched`, `idle`, `port_open`,
 /// `port_taken`, `listening`, `http_ready`, `input_wanted`, `timeout`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitReason {
     /// The job ended.
@@ -85,7 +88,7 @@ pub enum WaitReason {
 }
 
 /// The result of a wait.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WaitOutcome {
     /// Which condition ended the wait.
     pub reason: WaitReason,
@@ -272,7 +275,20 @@ impl JobManager {
             Found::Live(job) => job,
             // A job of an earlier run, or another live server's: its end through its record,
             // and `port` / `listening` through its processes' listeners.
-            Found::Stored(_) => return self.wait_stored(id, spec, total, capped, start).await,
+            Found::Stored(job) => {
+                // Another live server's running job: what its record cannot tell exactly (a
+                // pattern, quiet, input, a URL) is waited for by that server.
+                if needs_owner(spec)
+                    && let Some(remote) = self.inner.remote(&job)
+                {
+                    match wait_remote(&remote, spec, total, capped, start, &mut progress).await {
+                        // Its server went away meanwhile: the job's end from its record.
+                        Err(e) if crate::control::unreachable(&e) => {}
+                        done => return done,
+                    }
+                }
+                return self.wait_stored(id, spec, total, capped, start).await;
+            }
         };
         let deadline = start + total;
         let mut ready = readiness(spec, &job)?;
@@ -456,8 +472,9 @@ impl JobManager {
     /// [`Self::wait_for`] of a job this manager does not run (another live server's, or an
     /// earlier run's): its end from its record, and `port` / `listening` from the listeners of
     /// its processes (its record proves which they are), looked at every [`STORED_POLL`].
-    /// Other conditions (pattern, idle, url, input) need the job's own server: a caller gets
-    /// its end or the timeout, as before.
+    /// Other conditions (pattern, idle, url, input) need the job's own server: they are
+    /// waited for by it while it runs (`wait_remote`); here a caller gets the job's end or the
+    /// timeout.
     async fn wait_stored(
         &self,
         id: JobId,

@@ -25,7 +25,8 @@ pub enum Code {
     /// The manager was closed: it starts no more jobs.
     ManagerClosed,
     /// The job belongs to another live process sharing the state directory (a ptyjobs server,
-    /// or another `JobManager` with the same `stateDir`): only that process controls it.
+    /// or another `JobManager` with the same `stateDir`), and only that process does this
+    /// (`removeJob`, `onData`, `onExit`), or it serves no attach socket to be asked through.
     NotOwner,
     /// A live job already holds this name in this directory: the message names it.
     NameTaken,

@@ -173,7 +173,8 @@ pub struct JobInfo {
     pub rows: u32,
     /// Whether this manager started the job. False for jobs read from the state directory
     /// (with persistence): those of earlier managers and runs, which have ended, and those a
-    /// live process sharing the directory runs, which only it controls (`NOT_OWNER`).
+    /// live process sharing the directory runs, controlled through that process (its attach
+    /// socket).
     pub this_server: bool,
     /// True while the job waits for input: its foreground process is blocked reading the
     /// terminal and its output has been quiet for a moment (a `Password:` or `[y/N]` prompt,

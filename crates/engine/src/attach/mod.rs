@@ -6,6 +6,7 @@
 //! [`JobManager::serve_attach`](crate::JobManager::serve_attach) fails with an `Unsupported`
 //! I/O error. This module is the same on every platform: the socket itself is `sys::attach`.
 
+mod control;
 mod frames;
 mod restart;
 mod session;
@@ -28,6 +29,7 @@ pub const ATTACH_RESTART_VERSION: u32 = 3;
 /// The protocol version of a start request ([`AttachHello::start`], answered by a keeper).
 pub const ATTACH_START_VERSION: u32 = 5;
 
+pub use crate::control::{ATTACH_CONTROL_VERSION, attach_socket_path};
 pub use frames::{attach_keys_frame, attach_resize_frame};
 pub use start::{AttachStart, StartReply};
 
@@ -48,6 +50,11 @@ pub struct AttachHello {
     /// has the job's live server (which outlives the CLI) start the new job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<AttachRestart>,
+    /// Instead of attaching, have the server do one thing to its job (version
+    /// [`ATTACH_CONTROL_VERSION`] only): the server answers one line and closes. How another
+    /// server (or a Node program, or the CLI) controls a job this server runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<crate::control::ControlOp>,
     /// Instead of attaching, start a kept job (version [`ATTACH_START_VERSION`] only; a
     /// keeper alone accepts it): the keeper answers one [`StartReply`] and closes. How a
     /// server, the CLI or a Node program has the state directory's keeper run a kept job.
@@ -82,19 +89,6 @@ pub struct AttachReply {
     pub job: Option<Box<crate::job::JobInfo>>,
 }
 
-/// The socket of the server `instance` in the state directory `state_dir`:
-/// `<state_dir>/sock/<the first 16 hex digits of instance>.sock`. Short, because a socket's
-/// path must fit in ~104 bytes; hex digits only, because the instance is read from a record on
-/// disk and must never make a path of its own.
-pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
-    let name: String = instance
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(16)
-        .collect();
-    state_dir.join("sock").join(format!("{name}.sock"))
-}
-
 /// The attach socket of a manager ([`JobManager::serve_attach`]); dropping it stops listening
 /// and removes the socket.
 ///
@@ -110,13 +104,30 @@ pub fn attach_socket_path(state_dir: &Path, instance: &str) -> PathBuf {
 /// when a server starts listening; a server's own socket is removed when it stops
 /// ([`AttachServer`] dropped).
 ///
-/// # Protocol (version 2; version 1 is still served)
+/// # Protocol (version 2; version 1 is still served; 3 restarts, 4 controls)
 /// 1. The client sends one line of JSON: [`AttachHello`], e.g.
 ///    `{"version":2,"job_id":"…","cols":120,"rows":40}\n`.
 ///
 ///    A hello of version [`ATTACH_RESTART_VERSION`] with `restart` asks the server to restart
 ///    the job (any job of the state directory; the new job is the server's) instead: it
 ///    answers one [`AttachReply`] carrying the new job (`job`) or the error, and closes.
+///
+///    A hello of version [`ATTACH_CONTROL_VERSION`] with `control` (a
+///    [`ControlOp`](crate::ControlOp), tagged by its `op` field: `write`, `write_all`,
+///    `interact`, `keys`, `resize`, `kill`, `screen`, `wait`) asks the server to do one thing
+///    to a job it runs, through its own paths (its input queue, its kill path, its terminal
+///    model), e.g. `{"version":4,"job_id":"…","cols":0,"rows":0,"control":{"op":"kill",
+///    "signal":15}}`. It answers one line and closes: `{"ok":true,"answer":…}` (the method's
+///    result as JSON: a number of bytes, a bool, an `Interaction`, a `KillReport`,
+///    `[screen, status]`, a `WaitOutcome`) or `{"ok":false,"error":"…","fault":{"code":
+///    "not_running",…}}` (the engine error's variant and data, rebuilt by the client as the
+///    same [`Error`](crate::Error)). A job this server does not run is refused, never asked of
+///    a third server. A `wait` is bounded by its `timeout_ms` (capped by this server's
+///    limit) and cancelled when the client closes the connection. The client is
+///    `crate::control` (every control verb of [`JobManager`](crate::JobManager) uses it for
+///    another live server's running job): it checks the socket before it sends (`lstat`: a
+///    socket of this user, never a link or a planted file) and the peer's uid after the
+///    connect, and reads the answer with a deadline.
 ///
 ///    A hello of version [`ATTACH_START_VERSION`] with `start` asks a keeper (see
 ///    `crate::keep`) to start a kept job ([`AttachStart`]): it answers one [`StartReply`]

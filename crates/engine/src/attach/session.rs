@@ -11,7 +11,9 @@ use tokio::sync::{broadcast, watch};
 use super::frames::{Decoder, Frame};
 use super::size::Viewer;
 use super::socket::peer_allowed;
-use super::{ATTACH_RESTART_VERSION, ATTACH_VERSION, AttachHello, AttachReply};
+use super::{
+    ATTACH_CONTROL_VERSION, ATTACH_RESTART_VERSION, ATTACH_VERSION, AttachHello, AttachReply,
+};
 use crate::error::Error;
 use crate::job::JobId;
 use crate::manager::{Inner, Job, JobManager};
@@ -106,11 +108,16 @@ async fn read_hello(
     if hello.start.is_some() || hello.version == super::ATTACH_START_VERSION {
         return super::start::checked(hello);
     }
-    if !(1..=ATTACH_RESTART_VERSION).contains(&hello.version) {
+    if !(1..=ATTACH_CONTROL_VERSION).contains(&hello.version) {
         return Err(format!(
-            "protocol version {} is not supported (this server speaks {ATTACH_VERSION}, and \
-             {ATTACH_RESTART_VERSION} for restarts)",
+            "protocol version {} is not supported (this server speaks {ATTACH_VERSION}, \
+             {ATTACH_RESTART_VERSION} for restarts and {ATTACH_CONTROL_VERSION} for control)",
             hello.version
+        ));
+    }
+    if (hello.version == ATTACH_CONTROL_VERSION) != hello.control.is_some() {
+        return Err(format!(
+            "a control request is a hello of version {ATTACH_CONTROL_VERSION} with `control`"
         ));
     }
     if (hello.version == ATTACH_RESTART_VERSION) != hello.restart.is_some() {
@@ -213,6 +220,9 @@ async fn serve(jobs: JobManager, (uid, rd, mut wr): Peer) -> io::Result<()> {
             }
             Err(why) => refuse(rd, &mut wr, why).await,
         };
+    }
+    if let Some(op) = hello.control.clone() {
+        return super::control::answer(&jobs, &hello.job_id, op, rd, &mut wr).await;
     }
     if let Some(start) = hello.start.clone() {
         let answer = super::start::start(&jobs, *start).await;

@@ -286,6 +286,7 @@ mod tests {
             rows: 0,
             restart: None,
             start: start.map(Box::new),
+            control: None,
         };
         assert!(checked(hello(ATTACH_START_VERSION, Some(AttachStart::default()))).is_ok());
         assert!(checked(hello(ATTACH_START_VERSION, None)).is_err());

@@ -170,6 +170,7 @@ fn ask(mut stream: impl io::Read + Write, request: &AttachStart) -> Result<Start
         rows: 0,
         restart: None,
         start: Some(Box::new(request.clone())),
+        control: None,
     };
     let mut line = serde_json::to_vec(&hello).map_err(io::Error::other)?;
     line.push(b'\n');

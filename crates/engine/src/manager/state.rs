@@ -116,6 +116,17 @@ impl State {
         }
     }
 
+    /// Whether ptyjobs is ending this running job already (a kill reason was noted).
+    pub(crate) fn killing(&self) -> bool {
+        matches!(
+            &self.phase,
+            Phase::Running {
+                kill_reason: Some(_),
+                ..
+            }
+        )
+    }
+
     /// Notes that ptyjobs ends this running job, for `reason` (the first reason given stays).
     /// Returns false, changing nothing, when the job is already final.
     pub(crate) fn set_kill_reason(&mut self, reason: &str) -> bool {

@@ -215,6 +215,13 @@ fn mtime(path: &Path) -> Option<DateTime<Utc>> {
 }
 
 impl Store {
+    /// The write time and length of job `id`'s record file (the name itself: a link is not
+    /// followed), to tell whether it changed since it was read; `None` when it cannot be read.
+    pub(crate) fn record_stamp(&self, id: JobId) -> Option<(std::time::SystemTime, u64)> {
+        let m = std::fs::symlink_metadata(self.job_path(id).join(META)).ok()?;
+        Some((m.modified().ok()?, m.len()))
+    }
+
     /// Opens `cfg.dir` as the store of a server: creates it (0700) and nothing more, so a
     /// server answers at once whatever the directory holds. [`Self::maintain`] does the rest.
     ///

@@ -28,12 +28,12 @@ pub(crate) mod spawn_spec;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{attach, fs, keeper, limits, procs, pty, sched, sig, spawn, tree};
+pub(crate) use unix::{attach, control, fs, keeper, limits, procs, pty, sched, sig, spawn, tree};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::{attach, fs, keeper, procs, pty, sig, spawn, tree};
+pub(crate) use windows::{attach, control, fs, keeper, procs, pty, sig, spawn, tree};
 
 /// When this process was started as a job's sandbox trampoline (Linux, see `sandbox`), or on
 /// Windows as a job's console launcher (see

@@ -42,6 +42,7 @@ fn hello_for(id: &str) -> String {
         rows: 24,
         restart: None,
         start: None,
+        control: None,
     };
     format!("{}\n", serde_json::to_string(&h).expect("json"))
 }
@@ -169,6 +170,7 @@ fn hello_v2(id: &str, cols: u16, rows: u16) -> String {
         rows,
         restart: None,
         start: None,
+        control: None,
     };
     format!("{}\n", serde_json::to_string(&h).expect("json"))
 }

@@ -174,6 +174,7 @@ pub(crate) fn run(store: &Store, prefix: &str, cwd: Option<&Path>) -> CmdResult 
         rows,
         restart: None,
         start: None,
+        control: None,
     };
     let mut line = serde_json::to_vec(&hello).map_err(|e| Failure::msg(e.to_string()))?;
     line.push(b'\n');

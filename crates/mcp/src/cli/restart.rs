@@ -104,6 +104,7 @@ fn ask(sock: &mut UnixStream, id: JobId, change: &AttachRestart) -> Result<Attac
         rows: 0,
         restart: Some(change.clone()),
         start: None,
+        control: None,
     };
     let mut line = serde_json::to_vec(&hello).map_err(|e| Failure::msg(e.to_string()))?;
     line.push(b'\n');

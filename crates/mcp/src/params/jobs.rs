@@ -246,7 +246,7 @@ pub struct JobSummary {
     /// Process id of the job's shell.
     pub pid: u32,
     /// False for a job of an earlier run of the server (kept in the state directory) or of
-    /// another server sharing that directory: readable, but not controlled by this server.
+    /// another server sharing that directory: control goes through that server.
     pub this_server: bool,
     /// True while the job waits for input: its foreground process is blocked reading the
     /// terminal and it has printed nothing for a moment (a prompt such as `Password:`,

@@ -84,7 +84,7 @@ impl Server {
         Parameters(p): Parameters<ResizeParams>,
     ) -> Result<Json<ResizeResult>, ToolError> {
         let id = self.job_id(&p.job).await?;
-        let resized = self.jobs().resize(id, p.cols, p.rows)?;
+        let resized = self.jobs().resize_async(id, p.cols, p.rows).await?;
         let info = self.jobs().status_async(id).await?;
         let (cols, rows) = info.size;
         let message = if resized {

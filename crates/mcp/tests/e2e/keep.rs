@@ -205,7 +205,6 @@ async fn a_kept_http_server_outlives_a_sigkilled_server_and_is_killed_by_name() 
 /// After the lead's merge of the control channel: a new server kills another live server's
 /// job (the keeper's) with kill_job by name.
 #[tokio::test]
-#[ignore = "needs the control channel of branch `control` (kill_job of another live server's job)"]
 async fn a_new_server_kills_a_kept_job_by_name_with_kill_job() {
     let state = State::new();
     let mut a = state.server().await;

@@ -5,6 +5,7 @@
 mod attach;
 mod bad_input;
 mod budgets;
+mod control;
 mod cursors;
 mod disk_trust;
 mod environment;

@@ -83,7 +83,8 @@ impl JobManager {
     /// `survivors` the pids of the job's processes still alive after SIGKILL and a 5 s check
     /// (normally empty). Rejects with `INVALID_JOB_ID`, `INVALID_ARGUMENT` (unknown signal, bad
     /// grace) or `NOT_OWNER` (a running job of another live process sharing the state
-    /// directory).
+    /// directory that serves no attach socket). Another live process's job is killed by that
+    /// process, through its kill path (asked over its attach socket).
     #[napi(catch_unwind, ts_return_type = "Promise<KillReport>")]
     pub fn kill<'env>(
         &self,
@@ -139,10 +140,10 @@ impl JobManager {
     /// `'info' in result` tells them apart). Rejects with `INVALID_JOB_ID`, `JOB_NOT_FOUND`,
     /// `INVALID_ARGUMENT` (bad pattern, `idleMs`, `port` or `timeoutMs`).
     ///
-    /// Of a job read from the state directory (`thisServer: false`) only the end can be
-    /// watched, through its record: an ended one resolves at once (`exited` in the form with a
-    /// condition); for one another process runs, `pattern`, `idleMs` and `port` are not
-    /// watched and the wait ends at its exit or at the timeout.
+    /// Of a job read from the state directory (`thisServer: false`): an ended one resolves at
+    /// once (`exited` in the form with a condition); for one another live process runs, that
+    /// process waits for `pattern`, `idleMs` and `input` (asked over its attach socket), and
+    /// `port` and `listening` are watched through the job's processes.
     #[napi(
         catch_unwind,
         ts_generic_types = "O extends WaitOptions = {}",

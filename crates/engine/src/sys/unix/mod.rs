@@ -2,6 +2,7 @@
 //! session leader whose controlling terminal is the PTY.
 
 pub(crate) mod attach;
+pub(crate) mod control;
 pub(crate) mod fs;
 #[cfg(target_os = "linux")]
 pub(crate) mod input_probe;

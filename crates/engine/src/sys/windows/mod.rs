@@ -8,6 +8,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod attach;
+pub(crate) mod control;
 pub(crate) mod fs;
 pub(crate) mod keeper;
 mod lane;
