@@ -83,7 +83,7 @@ impl JobManager {
     /// # Errors
     /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
     pub fn write(&self, id: JobId, data: &[u8]) -> Result<usize> {
-        let job = match self.inner.controlled(id)? {
+        let job = match self.inner.controlled_input(id)? {
             Controlled::Own(job) => job,
             Controlled::Remote(r) => {
                 let data = ControlBytes(data.to_vec());
@@ -105,7 +105,7 @@ impl JobManager {
     /// # Errors
     /// [`crate::Error::JobNotFound`], [`crate::Error::NotRunning`].
     pub async fn write_all(&self, id: JobId, data: &[u8], deadline: Duration) -> Result<usize> {
-        let job = match self.inner.controlled(id)? {
+        let job = match self.inner.controlled_input(id)? {
             Controlled::Own(job) => job,
             Controlled::Remote(r) => {
                 let op = ControlOp::WriteAll {
@@ -166,7 +166,7 @@ impl JobManager {
         keys: &[S],
         wait: Duration,
     ) -> Result<Interaction> {
-        let job = match self.inner.controlled(id)? {
+        let job = match self.inner.controlled_input(id)? {
             Controlled::Own(job) => job,
             Controlled::Remote(r) => {
                 let op = ControlOp::Interact {
@@ -261,7 +261,7 @@ impl JobManager {
     /// [`crate::Error::InvalidArgument`] for an unknown key, [`crate::Error::JobNotFound`],
     /// [`crate::Error::NotRunning`].
     pub async fn send_keys<S: AsRef<str>>(&self, id: JobId, keys: &[S]) -> Result<usize> {
-        let job = match self.inner.controlled(id)? {
+        let job = match self.inner.controlled_input(id)? {
             Controlled::Own(job) => job,
             Controlled::Remote(r) => {
                 let keys = keys.iter().map(|k| k.as_ref().to_owned()).collect();

@@ -54,6 +54,24 @@ impl Inner {
         }
     }
 
+    /// [`Self::controlled`] for a verb that types into the job. Under a policy only this
+    /// manager's own jobs take input: another server's job runs outside the policy (or under
+    /// another), and typing into its shell would be a way around it.
+    ///
+    /// # Errors
+    /// As [`Self::controlled`]; [`Error::InvalidArgument`] for another server's job under a
+    /// policy.
+    pub(crate) fn controlled_input(&self, id: JobId) -> Result<Controlled> {
+        let found = self.controlled(id)?;
+        if matches!(found, Controlled::Remote(_)) && self.config.policy.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "job {id} belongs to another ptyjobs server: under a policy, input goes only \
+                 to this server's own jobs (it runs outside this policy)"
+            )));
+        }
+        Ok(found)
+    }
+
     /// How to reach the server of `job`, a job known from the state directory, while its
     /// record says running and its server is alive; `None` otherwise.
     pub(crate) fn remote(&self, job: &StoredJob) -> Option<Remote> {

@@ -215,3 +215,37 @@ fn the_cli_prints_what_each_profile_enforces_and_runs_a_command_under_one() {
     assert!(!outside.status.success());
     assert!(!world.out.join("no").exists());
 }
+
+/// A server under a policy types only into its own jobs: another server's job on the same
+/// state directory runs outside the policy, so input to it is refused; ending it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_policy_input_goes_only_to_own_jobs() {
+    let world = World::new();
+    if !crate::enforceable(&world) {
+        return;
+    }
+    let state = tempfile::tempdir().expect("state dir");
+    let plain = Server::start_in(state.path(), &[]).await;
+    let file = world.policy.display().to_string();
+    let governed = Server::start_in(state.path(), &["--policy", &file]).await;
+    let (id, _) = plain.exec("stty -echo; read line; echo got-$line").await;
+    for (tool, args) in [
+        (
+            "interact_with_job",
+            json!({ "job_id": id, "input": "touch /tmp/x" }),
+        ),
+        (
+            "interact_with_job",
+            json!({ "job_id": id, "keys": ["Enter"] }),
+        ),
+    ] {
+        let e = governed.tool_error(tool, args).await;
+        assert!(e.contains("under a policy"), "{tool}: {e}");
+    }
+    // Nothing reached the job: it still waits for its line.
+    assert!(!plain.output(&id).await.contains("got-"));
+    let k = governed
+        .ok("kill_job", json!({ "job_id": id, "grace_ms": 0 }))
+        .await;
+    assert_eq!(k["status"], "killed", "{k}");
+}
