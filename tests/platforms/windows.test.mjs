@@ -133,6 +133,10 @@ async function scenario () {
   assert.ok(taken.isError, JSON.stringify(taken))
   const pingerKilled = structured(await client.callTool('kill_job', { job_id: 'pinger' }))
   assert.equal(pingerKilled.status, 'killed', JSON.stringify(pingerKilled))
+  // Kept jobs are not offered on Windows: a clear error, and nothing starts.
+  const kept = await client.callTool('execute_command', { command: 'echo kept', keep: true })
+  assert.ok(kept.isError, JSON.stringify(kept))
+  assert.match(JSON.stringify(kept.content), /keep|kept/i, JSON.stringify(kept))
 
   // A long runner with a child of its own (cmd → cmd → ping): kill_job ends the whole Job
   // Object, and nothing of it is left.

@@ -228,6 +228,73 @@ async fn a_new_server_kills_a_kept_job_by_name_with_kill_job() {
     .await;
 }
 
+/// Two new servers adopt the same kept job at once, after its own server died: both type into
+/// it (each line arrives whole), both read its screen, and of their two concurrent kills
+/// exactly one ends it while the other answers that it has already ended.
+#[tokio::test]
+async fn two_servers_adopting_one_kept_job_at_once() {
+    let state = State::new();
+    let mut a = state.server().await;
+    let r = a
+        .ok(
+            "execute_command",
+            json!({ "command": "stty -echo; while read l; do echo got-$l; done", "name": "echo", "keep": true }),
+        )
+        .await;
+    let id = r["job_id"].as_str().expect("job_id").to_owned();
+    let pid = r["pid"].as_u64().expect("pid") as u32;
+    a.crash().await;
+    let (b, c) = (state.server().await, state.server().await);
+    let lines: Vec<String> = (0..20)
+        .map(|i| format!("line-{i}-{}", "x".repeat(200)))
+        .collect();
+    let from_b = async {
+        for l in lines.iter().step_by(2) {
+            b.ok("interact_with_job", json!({ "job_id": "echo", "input": l }))
+                .await;
+        }
+    };
+    let from_c = async {
+        for l in lines.iter().skip(1).step_by(2) {
+            c.ok("interact_with_job", json!({ "job_id": "echo", "input": l }))
+                .await;
+        }
+    };
+    tokio::join!(from_b, from_c);
+    let out = wait_until("every line echoed", DEADLINE, || async {
+        let out = b.output(&id).await;
+        (lines.iter().all(|l| out.contains(&format!("got-{l}")))).then_some(out)
+    })
+    .await;
+    for l in &lines {
+        assert_eq!(
+            out.matches(&format!("got-{l}")).count(),
+            1,
+            "{l} once, whole"
+        );
+    }
+    let (sb, sc) = tokio::join!(
+        b.ok("get_job_screen", json!({ "job_id": "echo" })),
+        c.ok("get_job_screen", json!({ "job_id": "echo" }))
+    );
+    assert!(sb["rows"].to_string().contains("got-line"), "{sb}");
+    assert!(sc["rows"].to_string().contains("got-line"), "{sc}");
+    let (kb, kc) = tokio::join!(
+        b.ok("kill_job", json!({ "job_id": id, "grace_ms": 500 })),
+        c.ok("kill_job", json!({ "job_id": id, "grace_ms": 500 }))
+    );
+    let mut outcomes = [
+        kb["status"].as_str().expect("status").to_owned(),
+        kc["status"].as_str().expect("status").to_owned(),
+    ];
+    outcomes.sort();
+    assert_eq!(outcomes, ["already_terminated", "killed"], "{kb} {kc}");
+    wait_until("nothing of the job left", DEADLINE, || async {
+        (session_processes(pid).is_empty() && marked(&id).is_empty()).then_some(())
+    })
+    .await;
+}
+
 /// A job that was not kept dies with its server exactly as before; a kept one does not.
 #[tokio::test]
 async fn only_the_kept_job_survives_its_server() {
