@@ -202,21 +202,27 @@ async fn a_kept_http_server_outlives_a_sigkilled_server_and_is_killed_by_name() 
     assert!(http_get(port, "/").is_err(), "the port is closed");
 }
 
-/// After the lead's merge of the control channel: a new server kills another live server's
-/// job (the keeper's) with kill_job by name.
-#[tokio::test]
-async fn a_new_server_kills_a_kept_job_by_name_with_kill_job() {
-    let state = State::new();
+/// Starts `command` as a kept job named `name` from a server that is then SIGKILLed; returns
+/// the job's id and its shell's pid.
+async fn kept_then_crash(state: &State, name: &str, command: &str) -> (String, u32) {
     let mut a = state.server().await;
     let r = a
         .ok(
             "execute_command",
-            json!({ "command": "sleep 1000", "name": "sleeper", "keep": true }),
+            json!({ "command": command, "name": name, "keep": true }),
         )
         .await;
     let id = r["job_id"].as_str().expect("job_id").to_owned();
     let pid = r["pid"].as_u64().expect("pid") as u32;
     a.crash().await;
+    (id, pid)
+}
+
+/// A new server kills another live server's job (the keeper's) with kill_job by name.
+#[tokio::test]
+async fn a_new_server_kills_a_kept_job_by_name_with_kill_job() {
+    let state = State::new();
+    let (id, pid) = kept_then_crash(&state, "sleeper", "sleep 1000").await;
     let b = state.server().await;
     let killed = b.ok("kill_job", json!({ "job_id": "sleeper" })).await;
     assert_eq!(killed["status"], "killed", "{killed}");
@@ -234,16 +240,8 @@ async fn a_new_server_kills_a_kept_job_by_name_with_kill_job() {
 #[tokio::test]
 async fn two_servers_adopting_one_kept_job_at_once() {
     let state = State::new();
-    let mut a = state.server().await;
-    let r = a
-        .ok(
-            "execute_command",
-            json!({ "command": "stty -echo; while read l; do echo got-$l; done", "name": "echo", "keep": true }),
-        )
-        .await;
-    let id = r["job_id"].as_str().expect("job_id").to_owned();
-    let pid = r["pid"].as_u64().expect("pid") as u32;
-    a.crash().await;
+    let command = "stty -echo; while read l; do echo got-$l; done";
+    let (id, pid) = kept_then_crash(&state, "echo", command).await;
     let (b, c) = (state.server().await, state.server().await);
     let lines: Vec<String> = (0..20)
         .map(|i| format!("line-{i}-{}", "x".repeat(200)))
