@@ -148,7 +148,8 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .map_err(|e| Error::Io(std::io::Error::other(format!("control task failed: {e}"))))?
 }
 
-#[cfg(test)]
+// The test speaks to the socket itself: a Unix socket (attaching is offered on Unix only).
+#[cfg(all(test, unix))]
 mod tests {
     use std::time::Instant;
 

@@ -23,6 +23,21 @@ pub(crate) const EXEC_ARG: &str = "__ptyjobs-sandbox-exec";
 /// The hidden first argument that makes it run the start canary (see [`canary`]).
 pub(crate) const CANARY_ARG: &str = "__ptyjobs-sandbox-canary";
 
+/// Where no sandbox is enforced (not Linux): a policy is refused when the server starts, so
+/// no sandboxed spawn should arrive; if one does, it fails closed instead of running the job
+/// unsandboxed.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn refuse(sandbox: Option<&(PathBuf, SandboxSpec)>) -> crate::error::Result<()> {
+    match sandbox {
+        None => Ok(()),
+        Some((program, _)) => Err(crate::error::Error::Spawn(format!(
+            "this platform cannot sandbox a job (the trampoline `{} {EXEC_ARG}` runs on Linux \
+             only); refusing to run it unsandboxed",
+            program.display()
+        ))),
+    }
+}
+
 /// What a job may do, resolved to absolute paths, as the trampoline applies it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SandboxSpec {

@@ -235,6 +235,8 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
 
+    crate::sys::sandbox::refuse(spec.sandbox.as_ref())?;
+
     let slave = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -224,6 +224,7 @@ fn job_object() -> Result<OwnedHandle> {
 
 /// Starts `spec` on a new pseudo console in a new Job Object (see the module docs).
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
+    crate::sys::sandbox::refuse(spec.sandbox.as_ref())?;
     keep_std_handles();
     let (in_read, in_write) = pipe()?;
     let (out_read, out_write) = pipe()?;
