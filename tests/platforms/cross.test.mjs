@@ -10,6 +10,8 @@
 //   ~8 min per binary on the 2-core build machine, the dev build of both ~6 min cold and seconds
 //   warm. x86_64-apple-darwin and the release builds are checked by `npm run build:packages`
 //   (the same header check, scripts/binfmt.mjs) and on the release workflow's Macs.
+// - the host's lint: `cargo fmt --check` and clippy for the whole workspace, the benchmarks
+//   included (npm test does not build them: 15 binaries linked twice each cost it a minute).
 // Each needs a tool (a rustup target, cargo-zigbuild); without it the test says why it skips.
 // Run by `npm run test:platforms`, not by `npm test` (minutes of builds on a small machine).
 import { test } from 'node:test'
@@ -49,6 +51,13 @@ function cargoTargetDir () {
   if (!targetDir) targetDir = process.env.CARGO_TARGET_DIR || JSON.parse(capture('cargo', ['metadata', '--format-version', '1', '--no-deps'])).target_directory
   return targetDir
 }
+
+test('the host lint: formatted, and clippy clean for every crate and target, the benchmarks included', (t) => {
+  const started = Date.now()
+  cargo(['fmt', '--all', '--check'])
+  cargo(['clippy', '--workspace', '--all-targets', '--', '-D', 'warnings'])
+  t.diagnostic(`fmt + clippy (host): ${((Date.now() - started) / 1000).toFixed(0)} s`)
+})
 
 test('clippy is clean for macOS (aarch64-apple-darwin), tests included', (t) => {
   const missing = macTargetMissing()
