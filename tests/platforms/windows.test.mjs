@@ -202,6 +202,12 @@ async function scenario () {
   assert.equal((await child.exited).code, 0, child.stderrText)
   // stdout carried nothing but JSON-RPC (McpClient fails on any other line).
 
+  // A policy is enforced on Linux only: elsewhere the server refuses to start with one (fail
+  // closed), before it reads the file.
+  const policy = await runAsync('wine', [wine.exe, '--policy', 'C:\\policy.toml'], { env: wine.env })
+  assert.notEqual(policy.status, 0, policy.stderr)
+  assert.match(policy.stderr, /enforced only on Linux/, policy.stderr)
+
   // The state directory is the user's alone; one others may use is refused (the server then
   // keeps its jobs in memory and says so on stderr). Wine 8 keeps no DACL: it reads one back
   // from the Unix mode and owner, so a planted directory is made from this side. (The exact
