@@ -307,13 +307,15 @@ pub fn raw_pty_spawn(command: &str) -> RawPty {
 pub const KINDS: [&str; 3] = ["plain", "ansi", "progress"];
 
 /// About 60 KB of one kind of output, repeated by producers: `plain` text lines,
-/// `ansi`-coloured lines, or `progress`: `\r` progress-bar redraws with a newline every 100.
+/// `ansi`-coloured lines, `progress`: `\r` progress-bar redraws with a newline every 100, or
+/// `line`: digits and no newline at all (repeated, one endless line).
 pub fn sample(kind: &str) -> Vec<u8> {
     use std::fmt::Write as _;
     let mut s = String::with_capacity(1 << 16);
     let mut i = 0u64;
     while s.len() < 60_000 {
         let _ = match kind {
+            "line" => write!(s, "{i:010}"),
             "plain" => writeln!(s, "line {i:08} the quick brown fox jumps over the lazy dog"),
             "ansi" => writeln!(
                 s,

@@ -1,7 +1,8 @@
 //! Output throughput: the same producer read by a bare PTY reader and through the engine.
 //!
 //! `throughput [MB]` (default 200) runs each kind of output (plain lines, ANSI-coloured lines,
-//! `\r` progress updates) three times per reader, interleaved, and prints medians and ratios:
+//! `\r` progress updates, one endless line) three times per reader, interleaved, and prints
+//! medians and ratios:
 //! - bare: this process opens a PTY, runs the producer on it and reads the master to EIO with
 //!   no processing at all — the physical limit;
 //! - vt100 only: the same bare reader feeding every read into `Terminal::emulator_only` (what a
@@ -158,7 +159,8 @@ fn main() {
         // Starts the keeper, outside the timings.
         kept(&mk, "plain", 1000).await;
         let mut kept_ratios = Vec::new();
-        for kind in KINDS {
+        // Issue 23 also asks for one long line (the `line` kind: `MB` of it without a newline).
+        for kind in KINDS.into_iter().chain(["line"]) {
             let (mut b, mut v, mut e, mut k) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for _ in 0..3 {
                 b.push(bare(kind, bytes, None));
