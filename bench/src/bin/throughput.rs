@@ -132,9 +132,9 @@ fn main() {
          job final with all output held (engine); median of 3, interleaved.\n"
     );
     println!(
-        "| output | bare PTY reader | bare reader + vt100 only | ratio | through ptyjobs' engine | ratio | kept (the keeper) | ratio |"
+        "| output | bare PTY reader | bare reader + vt100 only | ratio | through ptyjobs' engine | ratio | with a state directory (disk log) | ratio | kept (the keeper) | ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     // The keeper stays up between runs (it inherits this environment).
     // SAFETY: set before any thread of this process reads the environment.
     unsafe { std::env::set_var("PTYJOBS_KEEPER_IDLE_MS", "600000") };
@@ -161,24 +161,29 @@ fn main() {
         let mut kept_ratios = Vec::new();
         // Issue 23 also asks for one long line (the `line` kind: `MB` of it without a newline).
         for kind in KINDS.into_iter().chain(["line"]) {
-            let (mut b, mut v, mut e, mut k) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut b, mut v, mut e, mut d, mut k) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for _ in 0..3 {
                 b.push(bare(kind, bytes, None));
                 v.push(bare(kind, bytes, Some(emu())));
                 e.push(engine(&m, kind, bytes).await);
+                // The same job in a manager with a state directory: what a kept job also pays.
+                d.push(engine(&mk, kind, bytes).await);
                 k.push(kept(&mk, kind, bytes).await);
             }
-            let (b, v, e, k) = (median(b), median(v), median(e), median(k));
+            let (b, v, e, d, k) = (median(b), median(v), median(e), median(d), median(k));
             let rate = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e6;
             let re = b.as_secs_f64() / e.as_secs_f64();
+            let rd = b.as_secs_f64() / d.as_secs_f64();
             let rk = b.as_secs_f64() / k.as_secs_f64();
             kept_ratios.push((kind, rk));
             println!(
-                "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × | {:.0} MB/s | {re:.2} × | {:.0} MB/s | {rk:.2} × |",
+                "| {kind} | {:.0} MB/s | {:.0} MB/s | {:.2} × | {:.0} MB/s | {re:.2} × | {:.0} MB/s | {rd:.2} × | {:.0} MB/s | {rk:.2} × |",
                 rate(b),
                 rate(v),
                 b.as_secs_f64() / v.as_secs_f64(),
                 rate(e),
+                rate(d),
                 rate(k),
             );
             // Issue 14: plain and ANSI at 0.8 × the PTY; progress redraws at 0.6 ×.
