@@ -39,3 +39,26 @@ pub const MAX_SAFE: u64 = (1 << 53) - 1;
 pub fn count(what: &str, v: f64) -> Result<usize> {
     Ok(usize::try_from(whole(what, v, 0, MAX_SAFE)?).unwrap_or(usize::MAX))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_only_within_range() {
+        assert_eq!(whole("n", 0.0, 0, 10).ok(), Some(0));
+        assert_eq!(whole("n", 10.0, 0, 10).ok(), Some(10));
+        for bad in [-1.0, 10.5, 11.0, f64::NAN, f64::INFINITY, -0.5] {
+            let e = whole("n", bad, 0, 10).err().map(|e| e.status);
+            assert_eq!(e, Some(crate::error::Code::InvalidArgument), "{bad}");
+        }
+    }
+
+    #[test]
+    fn dimensions_and_millis() {
+        assert_eq!(dimension("cols", 1000.0).ok(), Some(1000));
+        assert!(dimension("cols", 0.0).is_err());
+        assert_eq!(millis("ms", 1500.0).ok(), Some(Duration::from_millis(1500)));
+        assert!(millis("ms", -1.0).is_err());
+    }
+}

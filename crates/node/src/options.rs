@@ -325,3 +325,129 @@ pub struct NameOptions {
     /// For a name live in several directories: which one (relative to this process's).
     pub cwd: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_options_without_a_condition_are_a_plain_wait() {
+        let plain = WaitOptions {
+            timeout_ms: Some(5.0),
+            from_start: Some(true),
+            ..WaitOptions::default()
+        };
+        assert!(matches!(plain.spec(None), Ok(None)));
+    }
+
+    #[test]
+    fn wait_options_with_conditions_become_a_spec() {
+        let o = WaitOptions {
+            pattern: Some("^ready".into()),
+            idle_ms: Some(250.0),
+            port: Some(8080.0),
+            ..WaitOptions::default()
+        };
+        let spec = o.spec(Some(Duration::from_secs(3))).ok().flatten();
+        let spec = spec.as_ref();
+        assert!(spec.is_some_and(|s| s.pattern.as_ref().is_some_and(|p| p.is_match("ready!"))));
+        assert_eq!(spec.and_then(|s| s.idle), Some(Duration::from_millis(250)));
+        assert_eq!(spec.and_then(|s| s.port), Some(8080));
+        assert_eq!(spec.and_then(|s| s.timeout), Some(Duration::from_secs(3)));
+        assert!(spec.is_some_and(|s| !s.from_start));
+        for bad in [
+            WaitOptions {
+                pattern: Some("(".into()),
+                ..WaitOptions::default()
+            },
+            WaitOptions {
+                port: Some(0.0),
+                ..WaitOptions::default()
+            },
+            WaitOptions {
+                port: Some(65_536.0),
+                ..WaitOptions::default()
+            },
+            WaitOptions {
+                idle_ms: Some(0.0),
+                ..WaitOptions::default()
+            },
+        ] {
+            let e = bad.spec(None).err().map(|e| e.status);
+            assert_eq!(e, Some(crate::error::Code::InvalidArgument));
+        }
+    }
+
+    #[test]
+    fn persistence_is_off_unless_asked() {
+        let none = ManagerOptions::default();
+        assert!(matches!(none.store_config(), Ok(None)));
+        let off = ManagerOptions {
+            state_dir: Some("/tmp/x".into()),
+            persist: Some(false),
+            keep_jobs: Some(3.0),
+            ..ManagerOptions::default()
+        };
+        assert!(matches!(off.store_config(), Ok(None)));
+    }
+
+    #[test]
+    fn a_state_dir_with_retention_becomes_a_store_config() {
+        let o = ManagerOptions {
+            state_dir: Some("/tmp/state".into()),
+            keep_jobs: Some(7.0),
+            keep_days: Some(0.5),
+            keep_bytes: Some(1000.0),
+            job_log_bytes: Some(0.0),
+            ..ManagerOptions::default()
+        };
+        let cfg = o.store_config().ok().flatten();
+        let cfg = cfg.as_ref();
+        assert_eq!(cfg.map(|c| c.dir.clone()), Some("/tmp/state".into()));
+        assert_eq!(cfg.map(|c| c.keep_jobs), Some(7));
+        assert_eq!(cfg.map(|c| c.keep_age), Some(Duration::from_secs(43_200)));
+        assert_eq!(cfg.map(|c| c.keep_bytes), Some(1000));
+        assert_eq!(cfg.map(|c| c.job_log_bytes), Some(0));
+        let relative = ManagerOptions {
+            state_dir: Some("rel/dir".into()),
+            persist: Some(true),
+            ..ManagerOptions::default()
+        };
+        let dir = relative.store_config().ok().flatten().map(|c| c.dir);
+        assert!(dir.is_some_and(|d| d.is_absolute() && d.ends_with("rel/dir")));
+    }
+
+    #[test]
+    fn bad_persistence_options_are_invalid_arguments() {
+        for bad in [
+            ManagerOptions {
+                state_dir: Some(String::new()),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                keep_jobs: Some(-1.0),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                keep_days: Some(f64::NAN),
+                persist: Some(true),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                keep_days: Some(-0.1),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                keep_bytes: Some(1.5),
+                ..ManagerOptions::default()
+            },
+            ManagerOptions {
+                job_log_bytes: Some(f64::INFINITY),
+                ..ManagerOptions::default()
+            },
+        ] {
+            let e = bad.store_config().err().map(|e| e.status);
+            assert_eq!(e, Some(crate::error::Code::InvalidArgument));
+        }
+    }
+}
