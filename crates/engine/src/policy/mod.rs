@@ -290,7 +290,5 @@ fn resolve_profile(
     })
 }
 
-// Linux only: elsewhere every policy is refused before its file is read (a test there is in
-// the Windows scenario of tests/platforms).
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
 mod tests;

@@ -21,6 +21,28 @@ fn owner_socket(state: &Path, id: &str) -> PathBuf {
     ptyjobs_engine::attach_socket_path(state, instance)
 }
 
+/// Connections the server listening at `socket` has accepted and still holds: an accepted
+/// Unix socket carries its listener's path in /proc/net/unix, in state 03 (connected).
+fn held_connections(socket: &Path) -> usize {
+    let path = socket.to_string_lossy();
+    std::fs::read_to_string("/proc/net/unix")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() >= 8 && f[5] == "03" && f[7] == path
+        })
+        .count()
+}
+
+/// Waits until the owner at `socket` holds a request: a forwarded wait is under way there.
+async fn request_under_way(socket: &Path) {
+    wait_until("a request held at the owner's socket", DEADLINE, || async {
+        (held_connections(socket) > 0).then_some(())
+    })
+    .await;
+}
+
 /// The numbers a job printed that are on `screen` (its rows).
 fn numbers(screen: &Value) -> Vec<u64> {
     screen["rows"]
@@ -132,9 +154,10 @@ async fn another_server_waits_for_a_pattern_input_listening_and_the_exit() {
             .await
         }
     };
+    let socket = owner_socket(state.path(), &job);
     let typer = async {
-        // Typed at A once B's wait is under way.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Typed at A once B's wait is under way there.
+        request_under_way(&socket).await;
         a.ok("interact_with_job", json!({ "job_id": job, "input": "it" }))
             .await
     };
@@ -298,8 +321,9 @@ async fn a_wait_on_a_job_whose_server_dies_answers() {
         "wait_for_job",
         json!({ "job_id": job, "pattern": "never", "timeout_secs": 120 }),
     );
+    let socket = owner_socket(state.path(), &job);
     let crash = async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        request_under_way(&socket).await;
         a.crash().await;
     };
     let (w, ()) = tokio::join!(waiter, crash);
