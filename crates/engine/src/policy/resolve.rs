@@ -26,14 +26,20 @@ pub(super) fn existing(
     list: &[Spanned<String>],
     cwd: &Path,
 ) -> Result<Vec<PathBuf>, String> {
-    list.iter()
-        .map(|s| {
-            let err = |m: String| place.error(s.span().start, key, m);
-            let path = expand(s.get_ref(), cwd).map_err(err)?;
-            path.canonicalize()
-                .map_err(|e| err(format!("{} does not resolve: {e}", path.display())))
-        })
-        .collect()
+    list.iter().map(|s| canonical(place, key, s, cwd)).collect()
+}
+
+/// The entry `s` resolved to an existing path, canonical; an error naming its line otherwise.
+fn canonical(
+    place: &Place<'_>,
+    key: &str,
+    s: &Spanned<String>,
+    cwd: &Path,
+) -> Result<PathBuf, String> {
+    let err = |m: String| place.error(s.span().start, key, m);
+    let path = expand(s.get_ref(), cwd).map_err(err)?;
+    path.canonicalize()
+        .map_err(|e| err(format!("{} does not resolve: {e}", path.display())))
 }
 
 /// Each of `list` as an absolute path, whether it exists or not (`watch`).
@@ -58,14 +64,16 @@ pub(super) fn programs(
     list.iter()
         .map(|s| {
             let name = s.get_ref();
-            let err = |m: String| place.error(s.span().start, key, m);
             if name.contains('/') || name.starts_with('~') {
-                let path = expand(name, cwd).map_err(err)?;
-                return path
-                    .canonicalize()
-                    .map_err(|e| err(format!("{} does not resolve: {e}", path.display())));
+                return canonical(place, key, s, cwd);
             }
-            on_path(name).ok_or_else(|| err(format!("{name:?} is not found on PATH")))
+            on_path(name).ok_or_else(|| {
+                place.error(
+                    s.span().start,
+                    key,
+                    format!("{name:?} is not found on PATH"),
+                )
+            })
         })
         .collect()
 }
