@@ -44,9 +44,11 @@ pub struct AttachStart {
     /// Kill the job after this many milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
-    /// End the kept job this many seconds after its start; `None`: only when killed.
+    /// End the kept job this many milliseconds after its start (milliseconds: a restarted
+    /// kept job keeps the rest of its lifetime, not a whole second less); `None`: only when
+    /// killed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keep_ttl_secs: Option<u64>,
+    pub keep_ttl_ms: Option<u64>,
 }
 
 impl AttachStart {
@@ -64,7 +66,9 @@ impl AttachStart {
             timeout_ms: spec
                 .timeout
                 .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-            keep_ttl_secs: spec.keep_ttl.map(|t| t.as_secs().max(1)),
+            keep_ttl_ms: spec
+                .keep_ttl
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1)),
         }
     }
 
@@ -81,7 +85,7 @@ impl AttachStart {
             ensure: self.ensure,
             auto_port: self.auto_port,
             keep: true,
-            keep_ttl: self.keep_ttl_secs.map(Duration::from_secs),
+            keep_ttl: self.keep_ttl_ms.map(Duration::from_millis),
             ..JobSpec::default()
         }
     }

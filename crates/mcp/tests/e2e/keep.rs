@@ -293,6 +293,37 @@ async fn two_servers_adopting_one_kept_job_at_once() {
     .await;
 }
 
+/// A new server restarts a kept job by name: the new job is kept too (in the keeper, with the
+/// same end of its lifetime) and outlives that server as well.
+#[tokio::test]
+async fn a_restarted_kept_job_is_kept_and_outlives_the_server_that_restarted_it() {
+    let state = State::new();
+    let (old, _) = kept_then_crash(&state, "svc", "sleep 1000").await;
+    let mut b = state.server().await;
+    let until = b.status(&old).await["keep_until"].clone();
+    let r = b.ok("restart_job", json!({ "job_id": "svc" })).await;
+    let new = r["job_id"].as_str().expect("new id").to_owned();
+    assert_ne!(new, old, "{r}");
+    assert_eq!(b.status(&new).await["kept"], true, "{r}");
+    b.crash().await;
+    let c = state.server().await;
+    let s = c.status(&new).await;
+    assert_eq!(
+        (s["status"].as_str(), s["kept"].as_bool()),
+        (Some("running"), Some(true)),
+        "{s}"
+    );
+    // The rest of its lifetime, to within the restart's own few milliseconds.
+    let at = |v: &Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().expect("keep_until")).expect("a time")
+    };
+    let drift = (at(&s["keep_until"]) - at(&until)).num_milliseconds().abs();
+    assert!(drift < 250, "{drift} ms: {s} / {until}");
+    assert_eq!(c.status(&old).await["status"], "killed");
+    c.ok("kill_job", json!({ "job_id": "svc", "grace_ms": 0 }))
+        .await;
+}
+
 /// A job that was not kept dies with its server exactly as before; a kept one does not.
 #[tokio::test]
 async fn only_the_kept_job_survives_its_server() {
