@@ -279,4 +279,22 @@ pub struct JobPolicy {
     /// Watched files that changed while the job ran (filled in when it ends).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<String>,
+    /// Calls the sandbox refused, per call and command, counted while the job runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedCall>,
+    /// One line per kind of refusal: what the profile refused, and what the person would set
+    /// in the policy file to allow it (or that nothing can).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<String>,
+}
+
+/// Calls of one kind the sandbox refused to one command of a job.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RefusedCall {
+    /// The call with its distinguishing argument: `socket(AF_INET, SOCK_DGRAM)`.
+    pub syscall: String,
+    /// The command of the process that made it (`/proc/<pid>/comm`).
+    pub command: String,
+    /// How many times it was refused.
+    pub count: u64,
 }

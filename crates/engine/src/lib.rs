@@ -79,7 +79,7 @@ pub use kill::MAX_KILL_GRACE;
 pub use manager::{JobEvent, JobManager};
 pub use names::MAX_NAME_BYTES;
 pub use output::OutputSlice;
-pub use policy::{DEFAULT_PROFILE, JobPolicy, Policy};
+pub use policy::{DEFAULT_PROFILE, JobPolicy, Policy, RefusedCall};
 pub use ports::{PortHolder, url_of};
 pub use procs::process_scans;
 pub use regex::Regex;

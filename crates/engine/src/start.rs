@@ -82,7 +82,7 @@ impl JobManager {
             kept: spec.keep,
             keep_until: keep_until(&spec),
             env: spec.env.clone(),
-            policy: sandbox.map(|(_, _, watched)| watched),
+            policy: sandbox.map(|(_, _, watched)| watched.supervised(spawned.supervision)),
             pid: spawned.pid,
             leader: child.leader.clone(),
             started: Utc::now(),
@@ -345,6 +345,7 @@ fn sandbox_of(
     })?;
     let tmpdir = std::env::temp_dir().join(format!("ptyjobs-{id}"));
     let job = policy.for_job(profile, &cfg.shell, tmpdir)?;
-    let watched = crate::policy::Watched::start(job.report, &job.watch, job.spec.tmpdir.clone());
+    let watched =
+        crate::policy::Watched::start(job.report, &job.watch, job.spec.tmpdir.clone(), job.file);
     Ok(Some((program, job.spec, watched)))
 }

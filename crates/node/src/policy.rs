@@ -41,6 +41,21 @@ pub struct JobPolicy {
     pub not_enforced: Vec<String>,
     /// Watched files that changed while it ran (known once it ended).
     pub changed: Vec<String>,
+    /// Calls the sandbox refused, per call and command.
+    pub refused: Vec<RefusedCall>,
+    /// One line per kind of refusal: what was refused, and the key that would allow it.
+    pub hints: Vec<String>,
+}
+
+/// Calls of one kind the sandbox refused to one command of a job.
+#[napi(object)]
+pub struct RefusedCall {
+    /// The call with its distinguishing argument: `socket(AF_INET, SOCK_DGRAM)`.
+    pub syscall: String,
+    /// The command of the process that made it.
+    pub command: String,
+    /// How many times it was refused.
+    pub count: u32,
 }
 
 impl From<engine::JobPolicy> for JobPolicy {
@@ -51,6 +66,16 @@ impl From<engine::JobPolicy> for JobPolicy {
             guardrail: p.guardrail,
             not_enforced: p.not_enforced,
             changed: p.changed,
+            refused: p
+                .refused
+                .into_iter()
+                .map(|r| RefusedCall {
+                    syscall: r.syscall,
+                    command: r.command,
+                    count: u32::try_from(r.count).unwrap_or(u32::MAX),
+                })
+                .collect(),
+            hints: p.hints,
         }
     }
 }

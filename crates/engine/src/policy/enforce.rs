@@ -90,19 +90,24 @@ pub(super) fn describe(profile: &mut Profile, support: Support) {
         } else {
             need(
                 sc,
-                "no Unix sockets at all (socketpair works): Landlock < ABI 9 cannot tell paths"
+                "no Unix sockets at all (a stream socketpair works): Landlock < ABI 9 cannot tell paths"
                     .into(),
                 no_seccomp,
             );
         }
+    } else if abi >= 9 {
+        enforced.push(format!(
+            "file-path Unix socket connects only to: {}",
+            list(&s.unix_sockets)
+        ));
     } else {
         need(
-            abi >= 9,
+            sc,
             format!(
-                "file-path Unix socket connects only to: {}",
+                "file-path Unix socket connects only to: {} (seccomp connect-on-behalf: the                  server connects them for the job; no Unix datagram sockets, no abstract Unix                  socket connects, no Unix socket servers)",
                 list(&s.unix_sockets)
             ),
-            &format!("not enforced yet: needs Landlock ABI 9; this kernel has {abi}"),
+            no_seccomp,
         );
     }
     let mut guardrail = Vec::new();

@@ -6,6 +6,7 @@
 
 mod enforce;
 mod file;
+mod hints;
 mod resolve;
 mod watch;
 
@@ -15,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-pub use crate::job::JobPolicy;
+pub use crate::job::{JobPolicy, RefusedCall};
 use crate::sys::sandbox::{NetPorts, SandboxSpec};
 use file::{Place, RawNetwork};
 
@@ -198,6 +199,7 @@ impl Policy {
             spec,
             report: p.report.clone(),
             watch: p.watch.clone(),
+            file: self.file.clone(),
         })
     }
 }
@@ -211,6 +213,8 @@ pub(crate) struct JobSandbox {
     pub report: JobPolicy,
     /// The files hashed before and after it.
     pub watch: Vec<PathBuf>,
+    /// The policy file (its refusals' hints name it).
+    pub file: PathBuf,
 }
 
 fn with_shell(mut spec: SandboxSpec, shell: &Path) -> SandboxSpec {
@@ -278,6 +282,7 @@ fn resolve_profile(
         exec,
         tmpdir: None,
         best_effort,
+        handoff: None,
     };
     Ok(Profile {
         report: JobPolicy {

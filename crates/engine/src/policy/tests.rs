@@ -165,19 +165,29 @@ fn a_kernel_that_cannot_enforce_refuses_the_profile_unless_it_is_best_effort() {
     enforce::describe(loose, old);
     assert!(loose.refused.is_none());
     assert!(loose.report.not_enforced.iter().any(|n| n.contains("TCP")));
-    // Listed sockets need Landlock ABI 9: "not enforced yet" before it.
+    // Listed sockets before Landlock ABI 9: connected on the job's behalf (seccomp), so
+    // enforced where seccomp is, refused where it is not.
     let sockets = p.profiles.get_mut("sockets").expect("sockets");
-    enforce::describe(
-        sockets,
-        crate::sys::sandbox::Support {
-            landlock_abi: 7,
-            seccomp: true,
-        },
+    let abi7 = |seccomp| crate::sys::sandbox::Support {
+        landlock_abi: 7,
+        seccomp,
+    };
+    enforce::describe(sockets, abi7(true));
+    assert!(sockets.refused.is_none(), "{:?}", sockets.refused);
+    assert!(
+        sockets
+            .report
+            .enforced
+            .iter()
+            .any(|e| e.contains("connect-on-behalf")),
+        "{:?}",
+        sockets.report
     );
+    enforce::describe(sockets, abi7(false));
     assert!(
         sockets
             .refused
             .as_deref()
-            .is_some_and(|w| w.contains("not enforced yet"))
+            .is_some_and(|w| w.contains("file-path Unix socket connects only to"))
     );
 }

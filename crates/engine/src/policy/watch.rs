@@ -19,22 +19,46 @@ pub(crate) struct Watched {
     changed: OnceLock<Vec<String>>,
     /// The job's own TMPDIR, removed when it ends.
     tmpdir: Option<PathBuf>,
+    /// The policy file, named by the refusals' hints.
+    file: PathBuf,
+    /// Its seccomp supervision (its refused calls), once spawned.
+    supervision: Option<crate::sys::sandbox::Supervision>,
 }
 
 impl Watched {
     /// Hashes `watch` now, before the job starts.
-    pub(crate) fn start(report: JobPolicy, watch: &[PathBuf], tmpdir: Option<PathBuf>) -> Self {
+    pub(crate) fn start(
+        report: JobPolicy,
+        watch: &[PathBuf],
+        tmpdir: Option<PathBuf>,
+        file: PathBuf,
+    ) -> Self {
         Self {
             tmpdir,
+            file,
+            supervision: None,
             report,
             before: watch.iter().map(|p| (p.clone(), digest(p))).collect(),
             changed: OnceLock::new(),
         }
     }
 
+    /// The job was spawned with `supervision` (its refused calls are counted there).
+    pub(crate) fn supervised(
+        mut self,
+        supervision: Option<crate::sys::sandbox::Supervision>,
+    ) -> Self {
+        self.supervision = supervision;
+        self
+    }
+
     /// Hashes the watched files again once the job has ended; a change is kept for the job's
-    /// answers and logged.
+    /// answers and logged. Its seccomp listener is closed (what it left running gets ENOSYS
+    /// for every notified call).
     pub(crate) fn end(&self, job: impl std::fmt::Display) {
+        if let Some(s) = &self.supervision {
+            s.close();
+        }
         let changed: Vec<String> = self
             .before
             .iter()
@@ -56,8 +80,16 @@ impl Watched {
 
     /// The job's policy as its answers carry it.
     pub(crate) fn report(&self) -> JobPolicy {
+        let refusals = self
+            .supervision
+            .as_ref()
+            .map(crate::sys::sandbox::Supervision::refusals)
+            .unwrap_or_default();
+        let (refused, hints) = super::hints::report(&refusals, &self.report.profile, &self.file);
         JobPolicy {
             changed: self.changed.get().cloned().unwrap_or_default(),
+            refused,
+            hints,
             ..self.report.clone()
         }
     }

@@ -40,6 +40,8 @@ pub(crate) struct Spawned {
     /// Its start time, when the spawn knows it without asking the process table (Linux: it
     /// fell within one tick of the boot clock); `None` means "read it".
     pub start: Option<u64>,
+    /// Under a policy (Linux): the job's seccomp supervision (its refusals, its listener).
+    pub supervision: Option<super::sandbox::Supervision>,
 }
 
 /// The environment every job of a manager starts from, built once per manager (reading and

@@ -14,6 +14,7 @@ mod util;
 
 mod cases;
 mod gaps;
+mod sockets;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ pub struct World {
 /// The policy every case runs under.
 pub fn policy_text(proj: &Path) -> String {
     format!(
-        "agent_profiles = [\"build\", \"dev\", \"narrow\"]\n\
+        "agent_profiles = [\"build\", \"dev\", \"narrow\", \"sockets\"]\n\
          [profiles.default]\n\
          write = [{proj:?}]\n\
          watch = [{hooks:?}]\n\
@@ -52,11 +53,20 @@ pub fn policy_text(proj: &Path) -> String {
          [profiles.narrow]\n\
          write = [{proj:?}]\n\
          read = [\"/usr\", \"/etc\", \"/dev\", \"/proc\", {proj:?}]\n\
+         [profiles.sockets]\n\
+         write = [{proj:?}]\n\
+         unix_sockets = [{listed:?}]\n\
          [profiles.open]\n\
          write = [{proj:?}]\n\
          network = \"on\"\n",
         proj = proj.display().to_string(),
         hooks = proj.join(".git/hooks").display().to_string(),
+        listed = proj
+            .parent()
+            .expect("base")
+            .join("out/listed.sock")
+            .display()
+            .to_string(),
     )
 }
 
@@ -71,6 +81,8 @@ impl World {
             std::fs::create_dir(d).expect("mkdir");
         }
         let policy = etc.join("policy.toml");
+        // The socket the `sockets` profile lists, served outside every sandbox.
+        crate::sockets::echo_server(&out.join("listed.sock"));
         std::fs::write(&policy, policy_text(&proj)).expect("policy");
         let dummy = etc.join("dummy.toml");
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp listener");

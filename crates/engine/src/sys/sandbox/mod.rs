@@ -17,6 +17,11 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(target_os = "linux")]
 mod linux;
+mod supervise;
+
+#[cfg(target_os = "linux")]
+pub(crate) use linux::notify::{HANDOFF_FD, Handoff};
+pub use supervise::{Refusal, RefusalKind, Supervision};
 
 /// The hidden first argument that makes the `ptyjobs` executable a sandbox trampoline.
 pub(crate) const EXEC_ARG: &str = "__ptyjobs-sandbox-exec";
@@ -59,6 +64,10 @@ pub struct SandboxSpec {
     pub tmpdir: Option<PathBuf>,
     /// Run even when the kernel cannot enforce all of it.
     pub best_effort: bool,
+    /// The fd the trampoline hands its seccomp listener back on (set per spawn by the
+    /// server; `None`: no supervisor, the filter refuses alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<i32>,
 }
 
 /// TCP ports a job may use when its network is not "on".
@@ -160,14 +169,30 @@ pub fn canary(
     spec: &SandboxSpec,
     outside: &std::path::Path,
 ) -> Result<Vec<Probe>, String> {
-    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(program)
+    let mut spec = spec.clone();
+    let mut cmd = std::process::Command::new(program);
+    // On Linux the canary runs under the server's supervisor, as a job does.
+    #[cfg(target_os = "linux")]
+    let handoff = {
+        let h = Handoff::new().map_err(|e| format!("the canary's handoff socket: {e}"))?;
+        h.prepare(&mut cmd);
+        spec.handoff = Some(HANDOFF_FD);
+        h
+    };
+    let json = serde_json::to_string(&spec).map_err(|e| e.to_string())?;
+    let ran = |e: std::io::Error| format!("cannot run the canary {}: {e}", program.display());
+    let child = cmd
         .arg(CANARY_ARG)
         .arg(json)
         .arg(outside)
         .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run the canary {}: {e}", program.display()))?;
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(ran)?;
+    #[cfg(target_os = "linux")]
+    let _supervision = handoff.receive(&spec);
+    let out = child.wait_with_output().map_err(ran)?;
     serde_json::from_slice(&out.stdout).map_err(|_| {
         format!(
             "the canary ({}) failed: {}",

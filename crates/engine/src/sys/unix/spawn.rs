@@ -43,16 +43,36 @@ fn cstring(bytes: &[u8], what: &str) -> Result<std::ffi::CString> {
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
     pty::set_nonblocking(&master)?;
+    // Under a policy, the socket the trampoline hands its seccomp listener back on.
+    #[cfg(target_os = "linux")]
+    let handoff = match &spec.sandbox {
+        Some(_) => Some(
+            crate::sys::sandbox::Handoff::new()
+                .map_err(|e| Error::Spawn(format!("the sandbox's handoff socket: {e}")))?,
+        ),
+        None => None,
+    };
     let before = start_clock();
+    #[cfg(target_os = "linux")]
+    let pid = start(spec, &slave_path, handoff.as_ref())?;
+    #[cfg(not(target_os = "linux"))]
     let pid = start(spec, &slave_path)?;
     // First: the sooner, the fewer processes the shell can have started with the raised limit.
     crate::sys::limits::restore_for_child(pid);
     let started = before.filter(|&b| start_clock() == Some(b));
+    #[cfg(target_os = "linux")]
+    let supervision = match (handoff, &spec.sandbox) {
+        (Some(h), Some((_, sandbox))) => h.receive(sandbox),
+        _ => None,
+    };
+    #[cfg(not(target_os = "linux"))]
+    let supervision = None;
     Ok(Spawned {
         pid,
         tree: Tree::new(pid),
         master,
         start: started,
+        supervision,
     })
 }
 
@@ -96,7 +116,11 @@ pub(crate) fn reap_abandoned(leader: &Leader) {
 }
 
 #[cfg(target_os = "linux")]
-fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
+fn start(
+    spec: &SpawnSpec,
+    slave_path: &str,
+    handoff: Option<&crate::sys::sandbox::Handoff>,
+) -> Result<u32> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     use std::ptr::null_mut;
@@ -110,7 +134,11 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
     // Under a policy the trampoline runs first: `<program> <EXEC_ARG> <spec> <shell> -c <cmd>`.
     if let Some((program, sandbox)) = &spec.sandbox {
         shell = cstring(program.as_os_str().as_bytes(), "program")?;
-        let json = serde_json::to_string(sandbox)
+        let sandbox = crate::sys::sandbox::SandboxSpec {
+            handoff: handoff.map(|_| crate::sys::sandbox::HANDOFF_FD),
+            ..sandbox.clone()
+        };
+        let json = serde_json::to_string(&sandbox)
             .map_err(|e| Error::Spawn(format!("the sandbox spec: {e}")))?;
         let head = [
             shell.clone(),
@@ -182,6 +210,17 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
                 libc::posix_spawnattr_setsigdefault(&mut attr, &all),
                 "setsigdefault",
             )?;
+            // First, before fd 0-2 are opened over anything: the trampoline's handoff end.
+            if let Some(h) = handoff {
+                check(
+                    libc::posix_spawn_file_actions_adddup2(
+                        &mut actions,
+                        h.child_end(),
+                        crate::sys::sandbox::HANDOFF_FD,
+                    ),
+                    "dup2 the handoff socket",
+                )?;
+            }
             // Opened after setsid, without O_NOCTTY: the slave becomes the controlling
             // terminal of the new session.
             check(

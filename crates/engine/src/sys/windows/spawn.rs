@@ -329,6 +329,7 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
             console,
         },
         start: None,
+        supervision: None,
     })
 }
 

@@ -6,7 +6,8 @@
 //! - while the network is not "on": every IP socket but TCP (UDP, QUIC, raw, SCTP, MPTCP)
 //!   and every socket family but Unix, IP and netlink (packet, vsock, ...);
 //! - while no file-path Unix socket is listed and Landlock cannot refuse their connects
-//!   (ABI < 9): creating any Unix socket (`socketpair` stays allowed: it reaches nobody);
+//!   (ABI < 9): creating any Unix socket (a stream or seqpacket `socketpair` stays allowed: it
+//!   reaches nobody); and on ABI < 9 always a datagram `socketpair` (it can `sendto` a path);
 //! - with an exec allowlist: a memfd that could be executed (one without `MFD_NOEXEC_SEAL`).
 //!
 //! Arguments are compared as the kernel reads them (an `int` or `unsigned int` argument by its
@@ -47,7 +48,7 @@ pub(super) fn denies_unix_sockets(spec: &SandboxSpec, abi: i32) -> bool {
 
 /// The rules of `spec`'s filter: syscall number → rules (any one matching refuses the call;
 /// an empty list refuses it always).
-fn rules(spec: &SandboxSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+pub(super) fn rules(spec: &SandboxSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for nr in [
         libc::SYS_io_uring_setup,
@@ -112,6 +113,19 @@ fn rules(spec: &SandboxSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> 
     }
     if !socket.is_empty() {
         rules.insert(libc::SYS_socket, socket);
+    }
+    if super::landlock::kernel_abi() < 9 {
+        // A Unix datagram socket, even of a pair, can `sendto` any path (SOCK_RAW is one too).
+        let dgram = [libc::SOCK_DGRAM, libc::SOCK_RAW].map(|ty| {
+            rule(vec![
+                cond(0, Op::Eq, libc::AF_UNIX as u64)?,
+                cond(1, Op::MaskedEq(0xf), ty as u64)?,
+            ])
+        });
+        rules.insert(
+            libc::SYS_socketpair,
+            dgram.into_iter().collect::<Result<_, _>>()?,
+        );
     }
     if spec.exec.is_some() {
         rules.insert(

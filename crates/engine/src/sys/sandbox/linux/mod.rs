@@ -3,8 +3,10 @@
 //! before it execs the job's shell.
 
 mod canary;
+mod connect;
 mod filter;
 mod landlock;
+pub(super) mod notify;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -95,9 +97,18 @@ fn fail(msg: &str) -> ! {
 /// Restricts this process to `spec`: Landlock first (it needs no_new_privs, which it sets),
 /// then the seccomp filter. `Err` when the kernel cannot enforce something and `spec` is not
 /// best-effort.
+/// With `spec.handoff` (a job of the server, or its canary), the filter's refusals and the
+/// listed sockets' connects go to the server's supervisor (`notify.rs`); without one (a
+/// person's `ptyjobs sandbox`) they are refused by the filter, listed sockets included.
 pub(super) fn restrict(spec: &SandboxSpec) -> Result<(), String> {
     landlock::apply(spec)?;
-    filter::apply(spec)
+    match spec.handoff {
+        Some(fd) => notify::install(spec, fd),
+        None => filter::apply(&SandboxSpec {
+            unix_sockets: Vec::new(),
+            ..spec.clone()
+        }),
+    }
 }
 
 pub(super) fn exec_sandboxed(spec: &SandboxSpec, argv: &[OsString]) -> String {
