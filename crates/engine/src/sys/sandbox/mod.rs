@@ -191,7 +191,7 @@ pub fn canary(
         .spawn()
         .map_err(ran)?;
     #[cfg(target_os = "linux")]
-    let _supervision = handoff.receive(&spec);
+    let _supervision = handoff.supervise(&spec);
     let out = child.wait_with_output().map_err(ran)?;
     serde_json::from_slice(&out.stdout).map_err(|_| {
         format!(

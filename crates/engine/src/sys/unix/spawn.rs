@@ -62,7 +62,7 @@ pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let started = before.filter(|&b| start_clock() == Some(b));
     #[cfg(target_os = "linux")]
     let supervision = match (handoff, &spec.sandbox) {
-        (Some(h), Some((_, sandbox))) => h.receive(sandbox),
+        (Some(h), Some((_, sandbox))) => h.supervise(sandbox),
         _ => None,
     };
     #[cfg(not(target_os = "linux"))]

@@ -9,8 +9,9 @@
 //!   received call is interrupted only by SIGKILL), it yields the listener fd, which the
 //!   trampoline sends back to the server over the socket it inherited as [`HANDOFF_FD`].
 //! - **The handoff** ([`Handoff`], in the server's spawn): a socketpair per sandboxed spawn; the
-//!   child's end becomes fd [`HANDOFF_FD`] in the trampoline (a posix_spawn dup2), the server
-//!   receives the listener on its end (SCM_RIGHTS) and registers it.
+//!   child's end becomes fd [`HANDOFF_FD`] in the trampoline (a posix_spawn dup2); the server's
+//!   end is registered with the supervisor at once, which receives the listener on it
+//!   (SCM_RIGHTS) when the trampoline sends it: the spawn never waits for the trampoline.
 //! - **The supervisor** (one thread per server, started with the first registration): polls
 //!   every job's listener and a wake fd; each notification is answered at once and never waits
 //!   on the job. A refusal is counted (syscall, `/proc/<pid>/comm`) and answered EPERM; a Unix
@@ -35,9 +36,6 @@ pub(crate) const HANDOFF_FD: RawFd = 3;
 /// The placeholder return data the filter is compiled with (as `SECCOMP_RET_TRACE | data`)
 /// before each such return is rewritten to `SECCOMP_RET_USER_NOTIF`.
 const PLACEHOLDER: u32 = 0x5e6;
-/// How long the server waits for a trampoline's listener (it sends it within a millisecond or
-/// two of its start; it never waits on anything).
-const HANDOFF_TIMEOUT_SECS: libc::time_t = 10;
 
 /// Whether the job's Unix socket calls go to the supervisor: sockets are listed and Landlock
 /// cannot control them itself.
@@ -178,7 +176,7 @@ fn send_fd(sock: &OwnedFd, fd: &OwnedFd) -> std::io::Result<()> {
     Ok(())
 }
 
-fn recv_fd(sock: &OwnedFd) -> std::io::Result<Option<OwnedFd>> {
+fn recv_fd(sock: RawFd) -> std::io::Result<Option<OwnedFd>> {
     let mut byte = [0u8; 1];
     // SAFETY: as in send_fd; a received fd is owned at once (MSG_CMSG_CLOEXEC).
     unsafe {
@@ -194,7 +192,7 @@ fn recv_fd(sock: &OwnedFd) -> std::io::Result<Option<OwnedFd>> {
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = space as _;
         let n = loop {
-            let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+            let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT);
             if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
@@ -270,37 +268,15 @@ impl Handoff {
         }
     }
 
-    /// After the spawn: waits (bounded) for the trampoline's listener and registers it for
-    /// the job of `spec`. `None` when the trampoline failed before sending it (it exits 126
-    /// and says why) or the supervisor cannot start; the job is then fail-closed (ENOSYS).
-    pub(crate) fn receive(self, spec: &SandboxSpec) -> Option<super::super::Supervision> {
+    /// After the spawn: registers the job of `spec` with the supervisor, which receives
+    /// the trampoline's listener on our end when it comes (the spawn does not wait for the
+    /// trampoline). `None` when the supervisor cannot start: the job is then fail-closed
+    /// (every notified call gets ENOSYS).
+    pub(crate) fn supervise(self, spec: &SandboxSpec) -> Option<super::super::Supervision> {
         let Self { ours, theirs } = self;
         // The trampoline has its copy now: without ours, its exit is our end of file.
         drop(theirs);
-        let timeout = libc::timeval {
-            tv_sec: HANDOFF_TIMEOUT_SECS,
-            tv_usec: 0,
-        };
-        // SAFETY: setsockopt reads the timeval for its size.
-        unsafe {
-            libc::setsockopt(
-                ours.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&timeout as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            );
-        }
-        match recv_fd(&ours) {
-            Ok(Some(listener)) => {
-                register(listener, spec).map(|inner| super::super::Supervision { inner })
-            }
-            Ok(None) => None,
-            Err(e) => {
-                tracing::warn!("sandbox {:?}: no seccomp listener: {e}", spec.profile);
-                None
-            }
-        }
+        register(ours, spec).map(|inner| super::super::Supervision { inner })
     }
 }
 
@@ -332,8 +308,17 @@ impl JobCtx {
 
 #[derive(Debug)]
 struct Entry {
-    listener: OwnedFd,
+    fd: Mutex<Waiting>,
     job: Arc<JobCtx>,
+}
+
+/// What the supervisor waits on for a job: its handoff socket until the trampoline sends the
+/// listener, then the listener. Replaced only by the supervisor thread, so an fd it polls
+/// stays open while it polls it.
+#[derive(Debug)]
+enum Waiting {
+    Handoff(OwnedFd),
+    Listener(OwnedFd),
 }
 
 /// A registered job: its refusals, and its listener until closed.
@@ -422,8 +407,15 @@ impl Supervisor {
     fn run(&self) {
         loop {
             let snapshot: Vec<Arc<Entry>> = self.entries().clone();
+            let waiting: Vec<(RawFd, bool)> = snapshot
+                .iter()
+                .map(|e| match &*e.fd.lock().unwrap_or_else(|p| p.into_inner()) {
+                    Waiting::Handoff(fd) => (fd.as_raw_fd(), true),
+                    Waiting::Listener(fd) => (fd.as_raw_fd(), false),
+                })
+                .collect();
             let mut fds: Vec<libc::pollfd> = std::iter::once(self.wake.as_raw_fd())
-                .chain(snapshot.iter().map(|e| e.listener.as_raw_fd()))
+                .chain(waiting.iter().map(|w| w.0))
                 .map(|fd| libc::pollfd {
                     fd,
                     events: libc::POLLIN,
@@ -441,10 +433,25 @@ impl Supervisor {
                 // SAFETY: reads 8 bytes into a local from our nonblocking eventfd.
                 unsafe { libc::read(self.wake.as_raw_fd(), (&mut count as *mut u64).cast(), 8) };
             }
-            for (e, p) in snapshot.iter().zip(&fds[1..]) {
-                if p.revents & libc::POLLIN != 0 {
-                    super::connect::answer_one(e.listener.as_raw_fd(), &e.job);
-                } else if p.revents != 0 {
+            for ((e, p), &(fd, handoff)) in snapshot.iter().zip(&fds[1..]).zip(&waiting) {
+                if p.revents == 0 {
+                    continue;
+                }
+                if handoff {
+                    // The listener, or the trampoline's end of file (it failed before
+                    // sending one: it says why and exits 126).
+                    let mut fd_of = e.fd.lock().unwrap_or_else(|p| p.into_inner());
+                    match recv_fd(fd) {
+                        Ok(Some(listener)) => *fd_of = Waiting::Listener(listener),
+                        Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+                        _ => {
+                            drop(fd_of);
+                            self.entries().retain(|x| !Arc::ptr_eq(x, e));
+                        }
+                    }
+                } else if p.revents & libc::POLLIN != 0 {
+                    super::connect::answer_one(fd, &e.job);
+                } else {
                     // POLLHUP: every process under the filter has ended.
                     self.entries().retain(|x| !Arc::ptr_eq(x, e));
                 }
@@ -453,9 +460,9 @@ impl Supervisor {
     }
 }
 
-/// Registers `listener` for a job under `spec`; `None` (the listener dropped: fail closed)
-/// when the supervisor cannot run.
-fn register(listener: OwnedFd, spec: &SandboxSpec) -> Option<Handle> {
+/// Registers the job under `spec` whose listener comes on `handoff`; `None` (the handoff
+/// dropped, so the listener is never received: fail closed) when the supervisor cannot run.
+fn register(handoff: OwnedFd, spec: &SandboxSpec) -> Option<Handle> {
     let s = match Supervisor::get() {
         Ok(s) => s,
         Err(e) => {
@@ -464,7 +471,7 @@ fn register(listener: OwnedFd, spec: &SandboxSpec) -> Option<Handle> {
         }
     };
     let entry = Arc::new(Entry {
-        listener,
+        fd: Mutex::new(Waiting::Handoff(handoff)),
         job: Arc::new(JobCtx {
             listed: if connects_on_behalf(spec, super::landlock::kernel_abi()) {
                 spec.unix_sockets.clone()
@@ -477,4 +484,61 @@ fn register(listener: OwnedFd, spec: &SandboxSpec) -> Option<Handle> {
     s.entries().push(Arc::clone(&entry));
     s.wake();
     Some(Handle { entry })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `socket(AF_INET, SOCK_DGRAM)` returns in a child under `spec`'s notifying filter
+    /// whose listener is closed at once (no supervisor): the errno, or 0 if it was allowed.
+    fn udp_without_a_supervisor(spec: &SandboxSpec) -> i32 {
+        let program = program(spec).expect("filter");
+        let fprog = libc::sock_fprog {
+            len: program.len() as u16,
+            filter: program.as_ptr().cast_mut().cast(),
+        };
+        // SAFETY: the child makes only raw syscalls (no allocation, no lock) and _exits; the
+        // parent reaps it.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork");
+            if pid == 0 {
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                let fd = libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    &fprog as *const libc::sock_fprog,
+                );
+                if fd < 0 {
+                    libc::_exit(100);
+                }
+                libc::close(fd as RawFd);
+                let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+                let code = if s >= 0 { 0 } else { *libc::__errno_location() };
+                libc::_exit(code);
+            }
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+            assert!(libc::WIFEXITED(status), "status {status:#x}");
+            libc::WEXITSTATUS(status)
+        }
+    }
+
+    /// Fail closed: with nobody listening, a notified call gets ENOSYS from the kernel, never
+    /// the call; a call the filter does not name is untouched.
+    #[test]
+    fn without_a_supervisor_a_notified_call_fails_and_is_never_allowed() {
+        if !super::super::filter::available() {
+            eprintln!("skipped: no seccomp here");
+            return;
+        }
+        let closed = SandboxSpec {
+            net: Some(Default::default()),
+            ..SandboxSpec::default()
+        };
+        assert_eq!(udp_without_a_supervisor(&closed), libc::ENOSYS);
+        assert_eq!(udp_without_a_supervisor(&SandboxSpec::default()), 0);
+    }
 }
