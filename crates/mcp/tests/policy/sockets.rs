@@ -80,6 +80,8 @@ async fn a_listed_socket_is_connected_for_the_job_and_nothing_else_is() {
     let talks = py(&format!(
         "{TALK}s = talk(os.environ[\"LISTED\"])\n\
          assert not os.get_inheritable(s.fileno())\n\
+         import errno\ntry:\n    s.connect(os.environ[\"LISTED\"]); assert False\n\
+         except OSError as e:\n    assert e.errno == errno.EISCONN, e\n\
          n = socket.socket(socket.AF_UNIX)\nn.setblocking(False)\nn.connect(os.environ[\"LISTED\"])\n\
          assert fcntl.fcntl(n.fileno(), fcntl.F_GETFL) & os.O_NONBLOCK\n\
          os.chdir(os.path.dirname(os.environ[\"LISTED\"]))\ntalk(\"listed.sock\")\n\

@@ -304,6 +304,20 @@ fn connect(call: &Call<'_>, job: &JobCtx) -> Answer {
 /// Connects a socket of the same type as the job's `sock` to `listed` (the policy's copy of
 /// the path) and installs it over the job's `fd`, with its flags.
 fn on_behalf(call: &Call<'_>, sock: &OwnedFd, fd: RawFd, listed: &Path) -> Result<(), i32> {
+    // SAFETY: sockaddr_storage is plain data; getpeername writes at most its size.
+    let connected = unsafe {
+        let mut peer: libc::sockaddr_storage = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        libc::getpeername(
+            sock.as_raw_fd(),
+            (&mut peer as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        ) == 0
+    };
+    if connected {
+        // As the kernel answers: a connected socket stays connected to its peer.
+        return Err(libc::EISCONN);
+    }
     let ty = sockopt(sock, libc::SO_TYPE)?;
     // SAFETY: F_GETFL reads the flags of our copy (the job's open file description).
     let status = unsafe { libc::fcntl(sock.as_raw_fd(), libc::F_GETFL) };
