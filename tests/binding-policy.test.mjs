@@ -64,3 +64,17 @@ test('a bad policy file throws at construction, naming the line and the key', { 
     return true
   })
 })
+
+test('calls the sandbox refused are counted in the job info, with a hint naming the key', { skip }, async (t) => {
+  const w = world(t)
+  const m = manager(t, { policy: w.policy, sandboxProgram: program })
+  const udp = "import socket\nfor _ in range(2):\n  try: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n  except OSError: pass"
+  const job = m.execute(`/usr/bin/python3 -c '${udp}'`)
+  await m.wait(job.jobId)
+  const policy = m.status(job.jobId).policy
+  const refused = policy.refused.find((r) => r.syscall === 'socket(AF_INET, SOCK_DGRAM)')
+  assert.ok(refused, JSON.stringify(policy))
+  assert.equal(refused.command, 'python3')
+  assert.equal(refused.count, 2)
+  assert.ok(policy.hints.some((h) => h.includes('network = "on" in [profiles.default]')), JSON.stringify(policy))
+})
