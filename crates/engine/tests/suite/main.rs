@@ -18,6 +18,7 @@ mod io;
 mod kill;
 mod names;
 mod planted;
+mod policy;
 mod ports;
 mod processes;
 mod services;
