@@ -45,6 +45,10 @@ pub(crate) struct JobJson {
     pub kept: bool,
     /// When a kept job's TTL ends; `null`: kept until killed (or not kept).
     pub keep_until: Option<String>,
+    /// Under a policy: the profile, what is enforced, the refused calls and their hints (as
+    /// the record last said: the final one once the job ended). Absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<ptyjobs_engine::JobPolicy>,
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -76,6 +80,7 @@ impl From<&StoredJob> for JobJson {
             ports: Vec::new(),
             kept: info.kept,
             keep_until: info.keep_until.map(rfc3339),
+            policy: info.policy,
         }
     }
 }

@@ -123,6 +123,24 @@ pub(crate) fn run(store: &Store, id: &str, cwd: Option<&Path>, json: bool) -> Cm
     if !r.env_names.is_empty() {
         fields.push(("env", one_line(&r.env_names.join(", "))));
     }
+    if let Some(p) = &info.policy {
+        fields.push(("profile", one_line(&p.profile)));
+        for c in &p.refused {
+            let times = if c.count == 1 { "once" } else { "times" };
+            let count = if c.count == 1 {
+                String::new()
+            } else {
+                format!("{} ", c.count)
+            };
+            fields.push((
+                "refused",
+                one_line(&format!("{} by {}, {count}{times}", c.syscall, c.command)),
+            ));
+        }
+        for h in &p.hints {
+            fields.push(("hint", one_line(h)));
+        }
+    }
     let key_width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
     for (key, value) in fields {
         out.line(&format!("{:<key_width$} {value}", format!("{key}:")))?;

@@ -239,3 +239,48 @@ async fn refused_calls_are_counted_per_job_with_the_command_and_a_hint() {
     let clean = job(&policy, "true", &world, None).await;
     assert!(clean["policy"].get("refused").is_none(), "{clean}");
 }
+
+/// `ptyjobs status` reads the job's record: its profile, refused calls and hints are there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_status_shows_the_refused_calls_and_the_hint() {
+    let world = World::new();
+    if !crate::enforceable(&world) {
+        return;
+    }
+    let state = tempfile::tempdir().expect("state dir");
+    let state = state.path().display().to_string();
+    let file = world.policy.display().to_string();
+    let server = Server::start(&["--state-dir", &state, "--policy", &file]).await;
+    let udp = "socket.socket(socket.AF_INET, socket.SOCK_DGRAM)";
+    let s = job(&server, &py(udp), &world, None).await;
+    assert!(!got_through(&s), "{s}");
+    let id = s["id"]
+        .as_str()
+        .or(s["job_id"].as_str())
+        .expect("id")
+        .to_owned();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(crate::util::BIN)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(args)
+            .output()
+            .expect("ptyjobs status");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = cli(&["status", &id]);
+    assert!(
+        text.contains("profile:") && text.contains("default"),
+        "{text}"
+    );
+    assert!(
+        text.contains("refused:") && text.contains("socket(AF_INET, SOCK_DGRAM) by python3, once"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hint:") && text.contains("network = \"on\""),
+        "{text}"
+    );
+    let json: Value = serde_json::from_str(&cli(&["status", "--json", &id])).expect("json");
+    assert_eq!(json["policy"]["refused"][0]["command"], "python3", "{json}");
+}
