@@ -82,7 +82,7 @@ impl World {
         }
         let policy = etc.join("policy.toml");
         // The socket the `sockets` profile lists, served outside every sandbox.
-        crate::sockets::echo_server(&out.join("listed.sock"));
+        crate::sockets::echo_server(&out.join("listed.sock"), b"");
         std::fs::write(&policy, policy_text(&proj)).expect("policy");
         let dummy = etc.join("dummy.toml");
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp listener");

@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use crate::util::Server;
 use crate::{World, plain, with_policy};
 
-/// Serves `path` outside any sandbox: each connection gets back what it sends, once.
-pub fn echo_server(path: &Path) {
+/// Serves `path` outside any sandbox: each connection gets back what it sends, once, after
+/// `tag` (which tells the servers apart).
+pub fn echo_server(path: &Path, tag: &'static [u8]) {
     let listener = UnixListener::bind(path).expect("bind");
     std::thread::spawn(move || {
         for conn in listener.incoming() {
@@ -20,7 +21,7 @@ pub fn echo_server(path: &Path) {
             std::thread::spawn(move || {
                 let mut buf = [0u8; 64];
                 if let Ok(n) = conn.read(&mut buf) {
-                    let _ = conn.write_all(&buf[..n]);
+                    let _ = conn.write_all(&[tag, &buf[..n]].concat());
                 }
             });
         }
@@ -36,7 +37,7 @@ fn py(code: &str) -> String {
 
 /// Talks to the socket at `var` (an environment variable) and checks the answer.
 const TALK: &str = "def talk(p):\n    s = socket.socket(socket.AF_UNIX)\n    s.connect(p)\n    \
-                    s.sendall(b\"ping\")\n    assert s.recv(16) == b\"ping\"\n    return s\n";
+                    s.sendall(b\"ping\")\n    assert s.recv(16).endswith(b\"ping\")\n    return s\n";
 
 async fn job(server: &Server, command: &str, world: &World, profile: Option<&str>) -> Value {
     let env = json!({ "LISTED": world.out.join("listed.sock"),
@@ -70,7 +71,7 @@ async fn a_listed_socket_is_connected_for_the_job_and_nothing_else_is() {
     if !crate::enforceable(&world) {
         return;
     }
-    echo_server(&world.out.join("unlisted.sock"));
+    echo_server(&world.out.join("unlisted.sock"), b"U");
     let _dgram = UnixDatagram::bind(world.out.join("dgram.sock")).expect("dgram");
     let (policy, plain) = (with_policy(&world).await, plain().await);
     let listed = world.out.join("listed.sock").display().to_string();
@@ -103,7 +104,28 @@ async fn a_listed_socket_is_connected_for_the_job_and_nothing_else_is() {
         "{TALK}l = os.environ[\"PROJ\"] + \"/link\"\nos.symlink(os.environ[\"LISTED\"], l)\n\
          talk(l)\nos.remove(l)\nos.symlink(os.environ[\"UNLISTED\"], l)\ntalk(l)"
     ));
+    // The address flipped between the listed and the unlisted path by another thread while
+    // connects run: the supervisor reads it once and connects its own copy, so no connection
+    // ever reaches the unlisted server (without the policy, some do).
+    let flipped = py("import ctypes, struct, threading\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         buf = ctypes.create_string_buffer(110)\nstruct.pack_into(\"H\", buf, 0, socket.AF_UNIX)\n\
+         paths = [os.environ[k].encode().ljust(108, bytes(1)) for k in (\"LISTED\", \"UNLISTED\")]\n\
+         def put(p): ctypes.memmove(ctypes.addressof(buf) + 2, p, 108)\n\
+         put(paths[0])\nstop = []\n\
+         def flip():\n    while not stop:\n        put(paths[1]); put(paths[0])\n\
+         threading.Thread(target=flip, daemon=True).start()\nunlisted = 0\n\
+         for _ in range(300):\n    s = socket.socket(socket.AF_UNIX)\n\
+         \x20   if libc.connect(s.fileno(), buf, 110) == 0:\n\
+         \x20       s.sendall(b\"?\"); unlisted += s.recv(8).startswith(b\"U\")\n    s.close()\n\
+         stop.append(1)\nprint(\"reached the unlisted server\", unlisted, \"times\")\n\
+         assert unlisted");
     let cases = [
+        (
+            "an address flipped to an unlisted path while connects run",
+            flipped,
+            "connect(AF_UNIX",
+        ),
         (
             "an unlisted socket next to the listed one",
             py(&format!("{TALK}talk(os.environ[\"UNLISTED\"])")),
