@@ -169,6 +169,13 @@ async fn a_listed_socket_is_connected_for_the_job_and_nothing_else_is() {
             !got_through(&with),
             "{name}: got through the policy: {with}"
         );
+        if name.starts_with("an address flipped") {
+            let out = with["output"].as_str().unwrap_or_default();
+            assert!(
+                out.contains("reached the unlisted server 0 times"),
+                "{with}"
+            );
+        }
         let policy = &with["policy"];
         assert!(
             policy["refused"]
