@@ -20,7 +20,7 @@ mod linux;
 mod supervise;
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::notify::{HANDOFF_FD, Handoff};
+pub(crate) use linux::handoff::{HANDOFF_FD, Handoff};
 pub use supervise::{Refusal, RefusalKind, Supervision};
 
 /// The hidden first argument that makes the `ptyjobs` executable a sandbox trampoline.

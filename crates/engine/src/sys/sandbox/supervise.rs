@@ -50,7 +50,7 @@ pub struct Refusal {
 #[derive(Debug)]
 pub struct Supervision {
     #[cfg(target_os = "linux")]
-    pub(super) inner: super::linux::notify::Handle,
+    pub(super) inner: super::linux::supervisor::Handle,
     #[cfg(not(target_os = "linux"))]
     _never: std::convert::Infallible,
 }

@@ -5,8 +5,11 @@
 mod canary;
 mod connect;
 mod filter;
+pub(super) mod handoff;
 mod landlock;
-pub(super) mod notify;
+mod notify;
+mod refusal;
+pub(super) mod supervisor;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
