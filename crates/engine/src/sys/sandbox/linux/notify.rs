@@ -192,6 +192,40 @@ mod tests {
         }
     }
 
+    /// Every refusal of the compiled filter notifies (no placeholder is left), and `connect`
+    /// is looked at only when sockets are listed on a kernel that needs it.
+    #[test]
+    fn the_filter_notifies_and_names_connect_only_for_listed_sockets() {
+        let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+        let jeq = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+        let names_connect = |p: &BpfProgram| {
+            p.iter()
+                .any(|i| i.code == jeq && i64::from(i.k) == libc::SYS_connect)
+        };
+        let closed = SandboxSpec {
+            net: Some(Default::default()),
+            ..SandboxSpec::default()
+        };
+        let listed = SandboxSpec {
+            unix_sockets: vec!["/run/x.sock".into()],
+            ..closed.clone()
+        };
+        for spec in [&closed, &listed] {
+            let p = program(spec).expect("filter");
+            assert!(
+                p.iter()
+                    .any(|i| i.code == ret && i.k == libc::SECCOMP_RET_USER_NOTIF)
+            );
+            assert!(
+                !p.iter().any(|i| i.code == ret
+                    && i.k & libc::SECCOMP_RET_ACTION_FULL == libc::SECCOMP_RET_TRACE)
+            );
+        }
+        assert!(!names_connect(&program(&closed).expect("filter")));
+        let needed = connects_on_behalf(&listed, super::super::landlock::kernel_abi());
+        assert_eq!(names_connect(&program(&listed).expect("filter")), needed);
+    }
+
     /// Fail closed: with nobody listening, a notified call gets ENOSYS from the kernel, never
     /// the call; a call the filter does not name is untouched.
     #[test]
