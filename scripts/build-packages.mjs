@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Build the npm platform packages this machine can build, and fill the main package.
 //
-//   node scripts/build-packages.mjs --host-only         the host's platform package (what tests use)
+//   node scripts/build-packages.mjs --host-only         the host's platform package (release builds)
+//   node scripts/build-packages.mjs --host-only --dev   the host's package from dev builds (what `npm test` uses)
 //   node scripts/build-packages.mjs                     every package this machine can build
 //   node scripts/build-packages.mjs --targets linux-x64-gnu,linux-x64-musl
 //   node scripts/build-packages.mjs --main-only         only copy the binding loader into npm/ptyjobs
@@ -18,7 +19,14 @@
 // Every file copied into a package is checked by its header (scripts/binfmt.mjs: ELF / Mach-O /
 // PE, CPU, executable or library); a target that fails to build is reported and the others
 // still build (the script then exits 1). --host-only reuses the host addon when the root `npm
-// run build` has just built it. Respects CARGO_TARGET_DIR (the target dir comes from `cargo
+// run build` has just built it. --dev (with --host-only) is the test command's build: one `cargo
+// build --workspace --all-targets --exclude ptyjobs-bench` in the dev profile — the selection
+// `cargo test` then runs, so the dependencies get the same features (dev-dependencies add some:
+// without --all-targets every crate was compiled twice) and `cargo test` finds it all built —
+// makes the test binaries, the server and the addon (the binding crate's cdylib) from one
+// compilation of everything. The tests so need no second, optimised build (3 of `npm test`'s
+// 9 minutes); the published binaries (static musl server, release addon) are built and tested
+// by `npm run test:platforms`. Respects CARGO_TARGET_DIR (the target dir comes from `cargo
 // metadata`).
 import { spawnSync } from 'node:child_process'
 import { copyFileSync, chmodSync, existsSync, statSync, mkdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs'
@@ -174,18 +182,34 @@ function checkServerVersion (triple, exe, version) {
 /** MCP sessions with the built servers (a short job each), awaited before the script ends. */
 const smokes = []
 
+/** The host's server and addon from one dev-profile build of the workspace (see the top). */
+function buildDev () {
+  run('cargo', ['build', '--workspace', '--all-targets', '--exclude', 'ptyjobs-bench'], { cwd: ROOT })
+  const dir = join(targetDir(), 'debug')
+  const lib = { win32: 'ptyjobs_node.dll', darwin: 'libptyjobs_node.dylib' }[process.platform] ?? 'libptyjobs_node.so'
+  const server = join(dir, platform.binaryName(process.platform))
+  const cdylib = join(dir, lib)
+  for (const f of [server, cdylib]) if (!existsSync(f)) throw new Error(`cargo finished but ${f} is missing`)
+  const addon = join(NODE_CRATE, `ptyjobs.${host.triple}.node`)
+  rmSync(addon, { force: true }) // a hard link or copy of a loaded library must be a new file
+  copyFileSync(cdylib, addon)
+  log(`dev build (the tests'): ${server.slice(ROOT.length + 1)} and ${addon.slice(ROOT.length + 1)}, not the published binaries (npm run build:host)`)
+  return { server, addon }
+}
+
 function buildPackage (triple, opts, version) {
   const t = platform.TARGETS[triple]
   const dir = join(NPM_DIR, triple)
   mkdirSync(dir, { recursive: true })
-  const exe = buildServer(t.server)
+  const dev = opts.dev ? buildDev() : null
+  const exe = dev ? dev.server : buildServer(t.server)
   const server = checkBinary(exe, t, 'server', { maxMinOs: MACOS_DEPLOYMENT_TARGET[t.server] })
   log(`${triple}: server is ${describe(server)}`)
   checkServerVersion(triple, exe, version)
   const bin = join(dir, platform.binaryName(t.os))
   copyFileSync(exe, bin)
   chmodSync(bin, 0o755)
-  const addon = buildAddon(triple, { reuse: opts.hostOnly })
+  const addon = dev ? dev.addon : buildAddon(triple, { reuse: opts.hostOnly })
   if (addon) {
     log(`${triple}: addon is ${describe(checkBinary(addon, t, 'addon', { maxMinOs: MACOS_DEPLOYMENT_TARGET[t.addon] }))}`)
     copyFileSync(addon, join(dir, `ptyjobs.${triple}.node`))
@@ -277,6 +301,8 @@ function main () {
   const args = process.argv.slice(2)
   const opt = (name) => { const i = args.indexOf(name); return i === -1 ? null : args[i + 1] }
   const hostOnly = args.includes('--host-only')
+  const dev = args.includes('--dev')
+  if (dev && !hostOnly) throw new Error('--dev builds the host package only: add --host-only')
   if (args.includes('--verify')) return verify()
   const version = workspaceVersion()
   stamp({ version })
@@ -300,7 +326,7 @@ function main () {
       continue
     }
     try {
-      built.push(buildPackage(triple, { hostOnly }, version))
+      built.push(buildPackage(triple, { hostOnly, dev }, version))
     } catch (err) {
       log(`ERROR: ${triple}: ${err.message}`)
       failed.push([triple, err.message])

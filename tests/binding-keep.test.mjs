@@ -4,20 +4,15 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { waitUntil } from './helpers/common.mjs'
 import { JobManager, assertCode, tempDir } from './helpers/binding.mjs'
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
-const BIN = ['release', 'debug'].map((p) => join(ROOT, 'target', p, 'ptyjobs')).find(existsSync)
+import { HOST_BINARY as BIN } from './helpers/npm.mjs'
 
 function alive (pid) {
   try { process.kill(pid, 0); return true } catch (_) { return false }
 }
 
-test('a kept job outlives its manager; a plain one does not', { skip: process.platform === 'win32' || !BIN }, async (t) => {
+test('a kept job outlives its manager; a plain one does not', { skip: process.platform === 'win32' }, async (t) => {
   process.env.PTYJOBS_BIN = BIN
   process.env.PTYJOBS_KEEPER_IDLE_MS = '1000'
   const stateDir = tempDir(t)

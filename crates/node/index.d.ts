@@ -329,6 +329,7 @@ export interface ExecuteOptions {
    * when killed).
    */
   keepTtlSecs?: number
+  /**
    * The profile of the manager's `policy` to run under (default: `default`); only
    * `default` and the file's `agent_profiles` may be named.
    */

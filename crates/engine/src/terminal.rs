@@ -29,6 +29,7 @@ use crate::job::JobStatus;
 use crate::output::OutputSlice;
 
 mod capture;
+pub(crate) use capture::FinalLines;
 mod deferred;
 mod fast;
 mod feed;
@@ -246,6 +247,7 @@ impl Terminal {
 
     /// The lines that became final since the last call, in order (empty unless
     /// [`Self::emit_final_lines`] was called): for the job's other sinks, such as the disk log.
+    #[cfg(test)]
     pub(crate) fn take_final_lines(&mut self) -> capture::FinalLines {
         self.parser
             .callbacks_mut()
@@ -253,6 +255,18 @@ impl Terminal {
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
+    }
+
+    /// Hands the lines that became final since the last call to `sink`, in order, then forgets
+    /// them (nothing happens unless [`Self::emit_final_lines`] was called). The buffer's room
+    /// is kept for the next batch.
+    pub(crate) fn drain_final_lines(&mut self, sink: impl FnOnce(&capture::FinalLines)) {
+        if let Some(lines) = self.parser.callbacks_mut().emitted.as_mut()
+            && !lines.is_empty()
+        {
+            sink(lines);
+            lines.clear();
+        }
     }
 
     /// The main screen's lines as they would enter the transcript now (the unfinished scrolled

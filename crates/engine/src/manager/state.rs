@@ -142,12 +142,12 @@ impl State {
     /// Hands the lines the terminal made final to the disk log (call after every feed and
     /// before the log is read, under the job's lock, so the log never lags behind a reader).
     pub(crate) fn log_final_lines(&mut self) {
-        let lines = self.term.take_final_lines();
-        if let Some(log) = self.log.as_mut() {
-            for line in &lines {
-                log.push(line);
+        let log = self.log.as_mut();
+        self.term.drain_final_lines(|lines| {
+            if let Some(log) = log {
+                log.push_all(lines);
             }
-        }
+        });
     }
 
     /// The one transition, running → final, for a shell that ended with `exit` at `finished`

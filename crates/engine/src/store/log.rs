@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::ops::ControlFlow;
 
+use crate::terminal::FinalLines;
+
 /// The line that ends a log which reached its cap.
 pub(crate) fn cap_marker(cap: u64) -> String {
     format!("[ptyjobs: the disk log reached its cap of {cap} bytes; later lines were not saved]")
@@ -57,6 +59,27 @@ impl LogWriter {
         };
         self.dirty = true;
         if let Err(e) = result {
+            self.fail(&e);
+        }
+    }
+
+    /// Appends a batch of final lines: in one write when it fits under the cap (the batch is
+    /// already the log's text), line by line up to the cap otherwise.
+    pub(crate) fn push_all(&mut self, lines: &FinalLines) {
+        let len = lines.text().len() as u64;
+        if self.truncated || self.bytes + len > self.cap {
+            for line in lines {
+                self.push(line);
+            }
+            return;
+        }
+        let Some(out) = self.out.as_mut() else {
+            return;
+        };
+        self.bytes += len;
+        self.lines += lines.len() as u64;
+        self.dirty = true;
+        if let Err(e) = out.write_all(lines.text().as_bytes()) {
             self.fail(&e);
         }
     }
@@ -345,6 +368,26 @@ mod tests {
         assert_eq!(w.lines(), 2);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, format!("line 0\nline 1\n{}\n", cap_marker(20)));
+    }
+
+    #[test]
+    fn a_batch_is_one_text_and_the_cap_still_cuts_it_line_by_line() {
+        let (_dir, path) = temp("batch");
+        let batch = |lines: &[&str]| FinalLines::of(lines);
+        let mut w = LogWriter::new(File::create(&path).unwrap(), 20);
+        w.push_all(&batch(&["line 0", "", "line 2"]));
+        w.push_all(&batch(&[]));
+        assert_eq!(w.lines(), 3);
+        // "line 3\n" would pass the cap: the marker, then nothing more.
+        w.push_all(&batch(&["line 3", "line 4"]));
+        w.push_all(&batch(&["x"]));
+        w.flush();
+        assert!(w.truncated());
+        assert_eq!(w.lines(), 3);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("line 0\n\nline 2\n{}\n", cap_marker(20)));
+        let mut index = LogIndex::default();
+        assert_eq!(index.update(&File::open(&path).unwrap()).unwrap(), 4);
     }
 
     #[test]

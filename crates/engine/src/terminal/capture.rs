@@ -77,33 +77,68 @@ fn final_line(transcript: &mut Transcript, emitted: &mut Option<FinalLines>, lin
 }
 
 /// Lines that became final, in order, for the job's other sinks (the disk log): their text one
-/// after another in one buffer, not a `String` per line.
+/// after another in one buffer, each ended by `\n` as the log stores it, not a `String` per
+/// line — so a batch goes to the log in one write, with no copy of its own.
 #[derive(Debug, Default)]
 pub(crate) struct FinalLines {
     text: String,
+    /// Where each line's `\n` is.
     ends: Vec<usize>,
 }
+
+/// The room a job keeps for its next batch; a bigger buffer (one huge batch) is let go.
+const KEPT_ROOM: usize = 1 << 20;
 
 impl FinalLines {
     fn push(&mut self, line: &str) {
         self.text.push_str(line);
         self.ends.push(self.text.len());
+        self.text.push('\n');
+    }
+
+    /// A batch of `lines` (for tests of its sinks).
+    #[cfg(test)]
+    pub(crate) fn of(lines: &[&str]) -> Self {
+        let mut batch = Self::default();
+        for line in lines {
+            batch.push(line);
+        }
+        batch
     }
 
     /// Whether there is no line.
-    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
 
-    /// The lines, in order.
+    /// How many lines there are.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Every line, each followed by `\n`.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The lines, in order (without their `\n`).
     pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
         let mut at = 0;
         self.ends.iter().map(move |&end| {
             let line = self.text.get(at..end).unwrap_or_default();
-            at = end;
+            at = end + 1;
             line
         })
+    }
+
+    /// Empties it, keeping its room for the next batch unless that room is large.
+    pub(crate) fn clear(&mut self) {
+        if self.text.capacity() > KEPT_ROOM {
+            *self = Self::default();
+        } else {
+            self.text.clear();
+            self.ends.clear();
+        }
     }
 }
 
