@@ -18,6 +18,9 @@ use serde::{Deserialize, Serialize};
 #[cfg(target_os = "linux")]
 mod linux;
 
+#[cfg(target_os = "linux")]
+pub(crate) use linux::prepared::prepare;
+
 /// The hidden first argument that makes the `ptyjobs` executable a sandbox trampoline.
 pub(crate) const EXEC_ARG: &str = "__ptyjobs-sandbox-exec";
 /// The hidden first argument that makes it run the start canary (see [`canary`]).

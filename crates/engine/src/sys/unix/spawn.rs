@@ -101,24 +101,16 @@ fn start(spec: &SpawnSpec, slave_path: &str) -> Result<u32> {
     use std::os::unix::ffi::OsStrExt;
     use std::ptr::null_mut;
 
-    let mut shell = cstring(spec.shell.as_os_str().as_bytes(), "shell")?;
-    let mut args = vec![
+    // Under a policy the child applies the sandbox itself before it execs the shell.
+    if let Some((_, sandbox)) = &spec.sandbox {
+        return super::spawn_sandboxed::start(spec, sandbox, slave_path);
+    }
+    let shell = cstring(spec.shell.as_os_str().as_bytes(), "shell")?;
+    let args = [
         shell.clone(),
         cstring(b"-c", "")?,
         cstring(spec.command.as_bytes(), "command")?,
     ];
-    // Under a policy the trampoline runs first: `<program> <EXEC_ARG> <spec> <shell> -c <cmd>`.
-    if let Some((program, sandbox)) = &spec.sandbox {
-        shell = cstring(program.as_os_str().as_bytes(), "program")?;
-        let json = serde_json::to_string(sandbox)
-            .map_err(|e| Error::Spawn(format!("the sandbox spec: {e}")))?;
-        let head = [
-            shell.clone(),
-            cstring(crate::sys::sandbox::EXEC_ARG.as_bytes(), "")?,
-            cstring(json.as_bytes(), "sandbox spec")?,
-        ];
-        args.splice(0..0, head);
-    }
     // The base environment, less what the job's own variables replace, then those.
     let own: Vec<CString> = spec
         .env

@@ -5,6 +5,7 @@
 mod canary;
 mod filter;
 mod landlock;
+pub(super) mod prepared;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
