@@ -14,6 +14,7 @@ mod util;
 
 mod cases;
 mod gaps;
+mod workflows;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

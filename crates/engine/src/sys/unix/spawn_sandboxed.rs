@@ -269,3 +269,75 @@ extern "C" fn run_child(arg: *mut libc::c_void) -> libc::c_int {
         fail(EXEC_STEP)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::sys::sandbox::NetPorts;
+
+    fn spec(shell: &str, cwd: std::path::PathBuf) -> SpawnSpec {
+        SpawnSpec {
+            shell: shell.into(),
+            command: "true".into(),
+            cwd,
+            env: Default::default(),
+            cols: 80,
+            rows: 24,
+            base_env: Arc::new(crate::jobenv::base(None)),
+            sandbox: None,
+        }
+    }
+
+    fn sandbox() -> SandboxSpec {
+        SandboxSpec {
+            profile: "test".into(),
+            write: vec![std::env::temp_dir()],
+            read: vec!["/".into()],
+            net: Some(NetPorts::default()),
+            ..Default::default()
+        }
+    }
+
+    /// A step of the child that fails (here its chdir, then its exec) ends it before the shell
+    /// runs: the spawn is an error naming the step, not a job.
+    #[test]
+    fn a_failing_step_is_an_error_naming_it_and_no_job() {
+        let s = crate::sys::sandbox::support();
+        if s.landlock_abi < 6 || !s.seccomp {
+            eprintln!("skipped: this kernel cannot enforce a sandbox ({s:?})");
+            return;
+        }
+        let (_master, slave) = crate::sys::pty::open_pty(80, 24).expect("pty");
+        let gone = std::env::temp_dir().join(format!("ptyjobs-no-such-dir-{}", std::process::id()));
+        let e = start(
+            &spec(super::super::spawn::DEFAULT_SHELL, gone),
+            &sandbox(),
+            &slave,
+        )
+        .expect_err("a missing cwd");
+        assert!(e.to_string().contains("chdir"), "{e}");
+        let e = start(
+            &spec("/no/such/shell", std::env::temp_dir()),
+            &sandbox(),
+            &slave,
+        )
+        .expect_err("a missing shell");
+        assert!(e.to_string().contains("/no/such/shell"), "{e}");
+        let pid = start(
+            &spec(super::super::spawn::DEFAULT_SHELL, std::env::temp_dir()),
+            &sandbox(),
+            &slave,
+        )
+        .expect("a good spawn");
+        let mut status = 0;
+        // SAFETY: waits for the child just started.
+        let waited = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+        assert_eq!(waited, pid as libc::pid_t);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{status}"
+        );
+    }
+}
