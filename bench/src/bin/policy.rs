@@ -1,11 +1,13 @@
 //! The cost of a policy (issue 24): the same jobs through two `ptyjobs` servers side by side,
-//! one plain and one with `--policy` (every job under a profile: the sandbox trampoline,
-//! Landlock and the seccomp filter), interleaved in rounds.
+//! one plain and one with `--policy` (every job under a profile: its Landlock ruleset
+//! and seccomp filter made by the server, applied by the child before it execs the shell),
+//! interleaved in rounds.
 //!
-//! `policy [CALLS] [LINES]` (defaults 200 and 1,000,000) measures, one call at a time:
+//! `policy [CALLS] [MB]` (defaults 200 and 100) measures, one call at a time:
 //! - `execute_command("true")`: the answer (the job started) and, with `wait`, the whole job
-//!   (start → exit: the trampoline's exec and the sandbox's set-up included);
-//! - throughput: `seq 1 LINES` through the PTY, start → end;
+//!   (start → exit: the sandbox's set-up included);
+//! - throughput: `MB` of lines from the `throughput` bench's producer through the PTY, start →
+//!   end, and the same read by a bare PTY reader (the physical limit);
 //! - the filter's cost on a syscall-heavy job: `find /usr > /dev/null`, start → end.
 //!
 //! Prints medians (p99), the differences and ratios, and the targets' verdicts.
@@ -14,7 +16,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ptyjobs_bench::{Rpc, Stats, fmt_d, ratio, sibling, target_row, targets_header};
+use ptyjobs_bench::{Rpc, Stats, fmt_d, ratio, raw_pty_spawn, sibling, target_row, targets_header};
 use serde_json::{Value, json};
 
 const ROUNDS: usize = 5;
@@ -28,6 +30,24 @@ fn server(policy: Option<&std::path::Path>, cwd: &std::path::Path) -> Rpc {
     let mut rpc = Rpc::spawn(cmd);
     rpc.initialize();
     rpc
+}
+
+/// The bare PTY reader: `command` on a PTY of this process, read to EIO with no processing
+/// (the physical limit), start → end.
+fn bare(command: &str) -> Duration {
+    use std::os::fd::AsFd;
+    let t = Instant::now();
+    let mut pty = raw_pty_spawn(command);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match nix::unistd::read(pty.master.as_fd(), &mut buf) {
+            Ok(0) | Err(nix::errno::Errno::EIO) => break,
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    pty.child.wait().expect("wait");
+    t.elapsed()
 }
 
 fn call(rpc: &mut Rpc, args: &Value) -> Duration {
@@ -71,10 +91,7 @@ fn row(what: &str, plain: Stats, policy: Stats) {
 fn main() {
     let mut args = std::env::args().skip(1);
     let calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
-    let lines: u64 = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(1_000_000);
+    let mb: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
     let dir = std::env::temp_dir().join(format!("ptyjobs-bench-policy-{}", std::process::id()));
     let proj = dir.join("proj");
     std::fs::create_dir_all(&proj).expect("mkdir");
@@ -98,9 +115,17 @@ fn main() {
         &json!({ "command": "true", "wait": true }),
     );
     let (job_a, job_b) = (Stats::of(&a), Stats::of(&b));
-    let seq = json!({ "command": format!("seq 1 {lines}"), "wait": true });
+    // The throughput bench's producer (60 KB writes of plain lines), as its bare reader reads it.
+    let produce = format!(
+        "{} produce plain {}",
+        sibling("throughput").display(),
+        mb * 1_000_000
+    );
+    let seq = json!({ "command": produce, "wait": true });
     let (a, b) = sample(&mut servers, 1, &seq);
     let (seq_a, seq_b) = (Stats::of(&a), Stats::of(&b));
+    let bare_seq: Vec<Duration> = (0..ROUNDS).map(|_| bare(&produce)).collect();
+    let bare_seq = Stats::of(&bare_seq);
     let find = json!({ "command": "find /usr > /dev/null 2>&1; true", "wait": true });
     let (a, b) = sample(&mut servers, 2, &find);
     let (find_a, find_b) = (Stats::of(&a), Stats::of(&b));
@@ -120,19 +145,22 @@ fn main() {
         job_b,
     );
     row(
-        &format!("`seq 1 {lines}` through the PTY, start → end"),
+        &format!("{mb} MB of lines through the PTY, start → end"),
         seq_a,
         seq_b,
     );
     row("`find /usr > /dev/null`, start → end", find_a, find_b);
+    println!(
+        "| {mb} MB of lines, the bare PTY reader (this process, no server) | {} ({}) | | | |",
+        fmt_d(bare_seq.median),
+        fmt_d(bare_seq.p99)
+    );
     println!();
-    let mb = |d: Duration| {
-        let bytes: u64 = (1..=lines).map(|n| n.to_string().len() as u64 + 2).sum();
-        bytes as f64 / d.as_secs_f64() / 1e6
-    };
+    let mb = |d: Duration| mb as f64 / d.as_secs_f64();
     let answer = start_b.median.as_secs_f64() - start_a.median.as_secs_f64();
     let job = job_b.median.as_secs_f64() - job_a.median.as_secs_f64();
     let tput = mb(seq_b.median) / mb(seq_a.median);
+    let vs_bare = mb(seq_b.median) / mb(bare_seq.median);
     let filter = find_b.median.as_secs_f64() / find_a.median.as_secs_f64() - 1.0;
     println!("{}", targets_header());
     println!(
@@ -146,7 +174,7 @@ fn main() {
     println!(
         "{}",
         target_row(
-            "the same, start → exit of the job (trampoline and sandbox set-up included)",
+            "the same, start → exit of the job (the sandbox's set-up included)",
             &format!("{:+.3} ms", job * 1e3),
             job <= 0.0005
         )
@@ -161,6 +189,18 @@ fn main() {
                 mb(seq_a.median)
             ),
             tput >= 0.8
+        )
+    );
+    println!(
+        "{}",
+        target_row(
+            "a profile job's throughput ≥ 0.8 × the bare PTY reader",
+            &format!(
+                "{:.1} MB/s vs {:.1} MB/s = {vs_bare:.2} ×",
+                mb(seq_b.median),
+                mb(bare_seq.median)
+            ),
+            vs_bare >= 0.8
         )
     );
     println!(

@@ -23,8 +23,9 @@ pub(crate) struct SpawnSpec {
     pub rows: u16,
     /// The manager's base environment.
     pub base_env: Arc<BaseEnv>,
-    /// Under a policy: the trampoline executable and the sandbox it applies before it execs
-    /// the shell (Linux only: elsewhere a policy is refused before any job starts).
+    /// Under a policy: the `ptyjobs` executable (the canary's and the `sandbox` CLI's; a job's
+    /// spawn does not run it) and the sandbox the job's child applies before it execs the
+    /// shell (Linux only: elsewhere a policy is refused before any job starts).
     pub sandbox: Option<(PathBuf, super::sandbox::SandboxSpec)>,
 }
 

@@ -15,6 +15,7 @@ mod util;
 mod cases;
 mod gaps;
 mod sockets;
+mod workflows;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

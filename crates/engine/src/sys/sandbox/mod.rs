@@ -1,13 +1,14 @@
-//! Running a job's shell inside a sandbox: what the server hands the trampoline
-//! ([`SandboxSpec`]), and the trampoline itself.
+//! Running a job's shell inside a sandbox: what the server resolves a profile to
+//! ([`SandboxSpec`]), the ruleset and filter made ready for a job's spawn (`prepare`), and the
+//! hidden modes of the `ptyjobs` executable that apply them to themselves.
 //!
-//! A job's shell is started with `posix_spawn` (see `spawn.rs`: no fork, no `pre_exec`), so
-//! nothing of the server runs in the child between spawn and exec. A sandboxed job therefore
-//! spawns the server's own executable (the face's `EngineConfig::program`) as
-//! `<program> __ptyjobs-sandbox-exec <spec as JSON> <shell> -c <command>`: that process (one
-//! thread, the job's pid, already the session leader on the job's terminal) restricts itself
-//! with no_new_privs, Landlock and a seccomp filter and then execs the shell. What it applies
-//! cannot be removed by anything it execs.
+//! A sandboxed job is started by `sys/unix/spawn_sandboxed.rs`: the server prepares the Landlock
+//! ruleset (an fd) and the compiled seccomp filter, and a `clone(CLONE_VM | CLONE_VFORK)` child
+//! sets no_new_privs, restricts itself with both and execs the shell (no second exec, nothing of
+//! the server's code but system calls in the child). What it applies cannot be removed by
+//! anything it execs. The trampoline mode,
+//! `<program> __ptyjobs-sandbox-exec <spec as JSON> <cmd>...`, applies the same in-process and
+//! execs `cmd` (the `ptyjobs sandbox` CLI's path); the canary mode tries what must be refused.
 //!
 //! Only Linux enforces a sandbox; elsewhere [`support`] says so and a policy is refused.
 
@@ -22,6 +23,9 @@ mod supervise;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::handoff::{HANDOFF_FD, Handoff};
 pub use supervise::{Refusal, RefusalKind, Supervision};
+
+#[cfg(target_os = "linux")]
+pub(crate) use linux::prepared::prepare;
 
 /// The hidden first argument that makes the `ptyjobs` executable a sandbox trampoline.
 pub(crate) const EXEC_ARG: &str = "__ptyjobs-sandbox-exec";

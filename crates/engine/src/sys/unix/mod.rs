@@ -24,6 +24,8 @@ mod reactor;
 pub(crate) mod sched;
 pub(crate) mod sig;
 pub(crate) mod spawn;
+#[cfg(target_os = "linux")]
+mod spawn_sandboxed;
 pub(crate) mod tree;
 
 /// Elsewhere on Unix no process table is read: a process's identity is unknown and a scan

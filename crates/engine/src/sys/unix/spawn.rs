@@ -43,7 +43,7 @@ fn cstring(bytes: &[u8], what: &str) -> Result<std::ffi::CString> {
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
     pty::set_nonblocking(&master)?;
-    // Under a policy, the socket the trampoline hands its seccomp listener back on.
+    // Under a policy, the socket the job's child hands its seccomp listener back on.
     #[cfg(target_os = "linux")]
     let handoff = match &spec.sandbox {
         Some(_) => Some(
@@ -125,28 +125,18 @@ fn start(
     use std::os::unix::ffi::OsStrExt;
     use std::ptr::null_mut;
 
-    let mut shell = cstring(spec.shell.as_os_str().as_bytes(), "shell")?;
-    let mut args = vec![
+    // Under a policy the child applies the sandbox itself before it execs the shell, and
+    // hands its seccomp listener to the server over `handoff`.
+    if let Some((_, sandbox)) = &spec.sandbox {
+        let handoff = handoff.ok_or_else(|| Error::Spawn("no handoff socket".into()))?;
+        return super::spawn_sandboxed::start(spec, sandbox, slave_path, handoff);
+    }
+    let shell = cstring(spec.shell.as_os_str().as_bytes(), "shell")?;
+    let args = [
         shell.clone(),
         cstring(b"-c", "")?,
         cstring(spec.command.as_bytes(), "command")?,
     ];
-    // Under a policy the trampoline runs first: `<program> <EXEC_ARG> <spec> <shell> -c <cmd>`.
-    if let Some((program, sandbox)) = &spec.sandbox {
-        shell = cstring(program.as_os_str().as_bytes(), "program")?;
-        let sandbox = crate::sys::sandbox::SandboxSpec {
-            handoff: handoff.map(|_| crate::sys::sandbox::HANDOFF_FD),
-            ..sandbox.clone()
-        };
-        let json = serde_json::to_string(&sandbox)
-            .map_err(|e| Error::Spawn(format!("the sandbox spec: {e}")))?;
-        let head = [
-            shell.clone(),
-            cstring(crate::sys::sandbox::EXEC_ARG.as_bytes(), "")?,
-            cstring(json.as_bytes(), "sandbox spec")?,
-        ];
-        args.splice(0..0, head);
-    }
     // The base environment, less what the job's own variables replace, then those.
     let own: Vec<CString> = spec
         .env
@@ -210,17 +200,6 @@ fn start(
                 libc::posix_spawnattr_setsigdefault(&mut attr, &all),
                 "setsigdefault",
             )?;
-            // First, before fd 0-2 are opened over anything: the trampoline's handoff end.
-            if let Some(h) = handoff {
-                check(
-                    libc::posix_spawn_file_actions_adddup2(
-                        &mut actions,
-                        h.child_end(),
-                        crate::sys::sandbox::HANDOFF_FD,
-                    ),
-                    "dup2 the handoff socket",
-                )?;
-            }
             // Opened after setsid, without O_NOCTTY: the slave becomes the controlling
             // terminal of the new session.
             check(

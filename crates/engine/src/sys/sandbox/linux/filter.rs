@@ -148,9 +148,19 @@ pub(super) fn rules(spec: &SandboxSpec) -> Result<BTreeMap<i64, Vec<SeccompRule>
 
 /// Installs `spec`'s filter on this thread (the trampoline has only one).
 pub(super) fn apply(spec: &SandboxSpec) -> Result<(), String> {
+    match program(spec)? {
+        Some(program) => seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}")),
+        None => Ok(()),
+    }
+}
+
+/// `spec`'s filter, compiled (for a process that installs it itself, see
+/// `sys/unix/spawn_sandboxed.rs`); `None` only when the kernel has no seccomp filters and
+/// `spec` is best-effort.
+pub(super) fn program(spec: &SandboxSpec) -> Result<Option<BpfProgram>, String> {
     if !available() {
         return if spec.best_effort {
-            Ok(())
+            Ok(None)
         } else {
             Err("this kernel has no seccomp filters".into())
         };
@@ -166,5 +176,5 @@ pub(super) fn apply(spec: &SandboxSpec) -> Result<(), String> {
     let program: BpfProgram = filter
         .try_into()
         .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
+    Ok(Some(program))
 }

@@ -60,6 +60,32 @@ fn err(e: impl std::fmt::Display) -> String {
 
 /// Applies the Landlock ruleset of `spec` to this process (and so to everything it execs).
 pub(super) fn apply(spec: &SandboxSpec) -> Result<(), String> {
+    let Some(created) = build(spec)? else {
+        return Ok(());
+    };
+    let status = created.restrict_self().map_err(err)?;
+    if status.ruleset != RulesetStatus::FullyEnforced && !spec.best_effort {
+        return Err(format!("only {:?} on this kernel", status.ruleset));
+    }
+    Ok(())
+}
+
+/// The Landlock ruleset of `spec`, made but not applied: its fd, for a process that restricts
+/// itself with `landlock_restrict_self(fd, 0)` after no_new_privs (the sandboxed spawn, see
+/// `sys/unix/spawn_sandboxed.rs`). `None` only when the kernel has no Landlock and `spec` is
+/// best-effort. Not best-effort, the ruleset is built with `HardRequirement`, so anything the
+/// kernel cannot enforce is an error here, as `apply`'s status check makes it.
+pub(super) fn prepare(spec: &SandboxSpec) -> Result<Option<std::os::fd::OwnedFd>, String> {
+    let fd: Option<std::os::fd::OwnedFd> = build(spec)?.and_then(Into::into);
+    if fd.is_none() && !spec.best_effort {
+        return Err("this kernel has no Landlock".into());
+    }
+    Ok(fd)
+}
+
+/// The ruleset of `spec`, filled; `None` when the kernel has no Landlock and `spec` is
+/// best-effort.
+fn build(spec: &SandboxSpec) -> Result<Option<RulesetCreated>, String> {
     let abi = abi();
     let level = if spec.best_effort {
         CompatLevel::BestEffort
@@ -68,7 +94,7 @@ pub(super) fn apply(spec: &SandboxSpec) -> Result<(), String> {
     };
     if abi == ABI::Unsupported {
         return if spec.best_effort {
-            Ok(())
+            Ok(None)
         } else {
             Err("this kernel has no Landlock".into())
         };
@@ -161,11 +187,7 @@ pub(super) fn apply(spec: &SandboxSpec) -> Result<(), String> {
             c.created.add_rule(rule).map_err(err)?;
         }
     }
-    let status = created.restrict_self().map_err(err)?;
-    if status.ruleset != RulesetStatus::FullyEnforced && !spec.best_effort {
-        return Err(format!("only {:?} on this kernel", status.ruleset));
-    }
-    Ok(())
+    Ok(Some(created))
 }
 
 /// The ruleset being filled, with what it handles.

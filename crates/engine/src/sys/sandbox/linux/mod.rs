@@ -8,6 +8,7 @@ mod filter;
 pub(super) mod handoff;
 mod landlock;
 mod notify;
+pub(super) mod prepared;
 mod refusal;
 pub(super) mod supervisor;
 

@@ -45,7 +45,7 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 /// The filter of `spec` with every refusal (and the supervised Unix calls) notified.
-fn program(spec: &SandboxSpec) -> Result<BpfProgram, String> {
+pub(super) fn program(spec: &SandboxSpec) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = super::filter::rules(spec)?;
     if connects_on_behalf(spec, super::landlock::kernel_abi()) {
         let unix = SeccompRule::new(vec![
