@@ -1,4 +1,5 @@
-//! The handoff of a job's seccomp listener from its trampoline to the server (see
+//! The handoff of a job's seccomp listener from the process that installed the filter (the
+//! job's clone child, or the canary) to the server (see
 //! `notify.rs`): a socketpair per sandboxed spawn, the child's end inherited as
 //! [`HANDOFF_FD`], the listener sent over it with SCM_RIGHTS.
 
@@ -6,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::super::SandboxSpec;
 
-/// The fd the trampoline finds its end of the handoff socket on.
+/// The fd the canary finds its end of the handoff socket on.
 pub(crate) const HANDOFF_FD: RawFd = 3;
 
 pub(super) fn send_fd(sock: &OwnedFd, fd: &OwnedFd) -> std::io::Result<()> {
@@ -130,12 +131,12 @@ impl Handoff {
     }
 
     /// After the spawn: registers the job of `spec` with the supervisor, which receives
-    /// the trampoline's listener on our end when it comes (the spawn does not wait for the
-    /// trampoline). `None` when the supervisor cannot start: the job is then fail-closed
+    /// the child's listener on our end (a job's child has sent it before its exec; the canary
+    /// sends it when it gets there). `None` when the supervisor cannot start: the job is then fail-closed
     /// (every notified call gets ENOSYS).
     pub(crate) fn supervise(self, spec: &SandboxSpec) -> Option<super::super::Supervision> {
         let Self { ours, theirs } = self;
-        // The trampoline has its copy now: without ours, its exit is our end of file.
+        // The child has its copy now: without ours, its exit is our end of file.
         drop(theirs);
         super::supervisor::register(ours, spec).map(|inner| super::super::Supervision { inner })
     }

@@ -1,6 +1,8 @@
 //! The Linux sandbox: no_new_privs, Landlock (file system, TCP ports, scopes) and a seccomp
-//! filter for what Landlock leaves open (see `filter.rs`), applied by the trampoline to itself
-//! before it execs the job's shell.
+//! filter for what Landlock leaves open (see `filter.rs`): made ready by the server
+//! (`prepared.rs`) and applied by a job's clone child before it execs the shell
+//! (`sys/unix/spawn_sandboxed.rs`), or applied in-process by the trampoline (`ptyjobs sandbox`)
+//! and the canary.
 
 mod canary;
 mod connect;

@@ -2,16 +2,17 @@
 //! sockets on a kernel whose Landlock cannot tell them apart (ABI < 9), the job's Unix socket
 //! calls go to a supervisor in the server instead of being answered by the filter alone.
 //!
-//! - **The filter** (`install`, in the trampoline): the rules of `filter.rs`, compiled with a
-//!   placeholder action that is rewritten to `SECCOMP_RET_USER_NOTIF`, plus, when sockets are
-//!   listed, `socket(AF_UNIX, ...)` and every `connect`. Installed with
-//!   `SECCOMP_FILTER_FLAG_NEW_LISTENER` (and `WAIT_KILLABLE_RECV` where the kernel has it: a
-//!   received call is interrupted only by SIGKILL), it yields the listener fd, which the
-//!   trampoline sends back to the server over the socket it inherited as `HANDOFF_FD`.
+//! - **The filter** ([`program`]): the rules of `filter.rs`, compiled with a placeholder
+//!   action that is rewritten to `SECCOMP_RET_USER_NOTIF`, plus, when sockets are listed,
+//!   `socket(AF_UNIX, ...)` and every `connect`. A job's clone child
+//!   (`sys/unix/spawn_sandboxed.rs`) installs it with `SECCOMP_FILTER_FLAG_NEW_LISTENER` (and
+//!   `WAIT_KILLABLE_RECV` where the kernel has it: a received call is interrupted only by
+//!   SIGKILL) and sends the listener fd to the server before it execs the shell; the canary
+//!   (a separate process) does the same through [`install`], on the socket it inherited as
+//!   `HANDOFF_FD`.
 //! - **The handoff** (`handoff.rs`, in the server's spawn): a socketpair per sandboxed spawn;
-//!   the child's end becomes fd `HANDOFF_FD` (3) in the trampoline (a posix_spawn dup2); the server's
-//!   end is registered with the supervisor at once, which receives the listener on it
-//!   (SCM_RIGHTS) when the trampoline sends it: the spawn never waits for the trampoline.
+//!   the server's end is registered with the supervisor at once, which receives the listener
+//!   on it (SCM_RIGHTS).
 //! - **The supervisor** (`supervisor.rs`; one thread per server, started with the first
 //!   registration): polls
 //!   every job's listener and a wake fd; each notification is answered at once and never waits
@@ -102,11 +103,11 @@ pub(super) fn program(spec: &SandboxSpec) -> Result<BpfProgram, String> {
     Ok(program)
 }
 
-/// In the trampoline: installs `spec`'s notifying filter on this (only) thread and sends its
+/// In a process of its own (the canary): installs `spec`'s notifying filter on this (only) thread and sends its
 /// listener to the server over `handoff`; closes both. After this, every refusal waits for the
 /// server's answer (or gets ENOSYS when nobody listens).
 pub(super) fn install(spec: &SandboxSpec, handoff: RawFd) -> Result<(), String> {
-    // SAFETY: the trampoline owns the inherited handoff fd; taken once, closed on return.
+    // SAFETY: this process owns the inherited handoff fd; taken once, closed on return.
     let handoff = unsafe { OwnedFd::from_raw_fd(handoff) };
     if !super::filter::available() {
         // Best-effort runs without a filter (its answers say so); the supervisor sees the
