@@ -173,6 +173,8 @@ pub fn canary(
     spec: &SandboxSpec,
     outside: &std::path::Path,
 ) -> Result<Vec<Probe>, String> {
+    // Off Linux no handoff is set (nor can a policy be: `refuse`).
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
     let mut spec = spec.clone();
     let mut cmd = std::process::Command::new(program);
     // On Linux the canary runs under the server's supervisor, as a job does.

@@ -6,6 +6,8 @@
 /// Why the filter refused a syscall: what the policy layer turns into a hint naming the
 /// profile key that would allow it (or saying that nothing can).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+// Off Linux nothing is supervised, so nothing makes one.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub enum RefusalKind {
     /// A UDP (QUIC) socket while the network is not "on".
     Udp,
