@@ -21,7 +21,7 @@ mod linux;
 mod supervise;
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::handoff::{HANDOFF_FD, Handoff};
+pub(crate) use linux::handoff::{FdMessage, HANDOFF_FD, Handoff};
 pub use supervise::{Refusal, RefusalKind, Supervision};
 
 #[cfg(target_os = "linux")]

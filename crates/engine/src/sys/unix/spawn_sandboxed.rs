@@ -26,7 +26,7 @@ use std::ptr::null_mut;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::error::{Error, Result};
-use crate::sys::sandbox::{Handoff, SandboxSpec};
+use crate::sys::sandbox::{FdMessage, Handoff, SandboxSpec};
 use crate::sys::spawn_spec::SpawnSpec;
 
 /// The child's stack. It runs a few libc calls only; glibc's own `posix_spawn` child uses
@@ -140,34 +140,10 @@ pub(crate) fn start(
         libc::sigemptyset(&mut empty);
         (action, empty)
     };
-    // The message that hands the listener over: one byte and one SCM_RIGHTS fd, whose slot
+    // The message that hands the listener over (one byte, one SCM_RIGHTS fd), whose fd slot
     // the child fills in (it shares this memory).
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: CMSG_SPACE/CMSG_LEN only compute sizes.
-    let (space, cmsg_len) = unsafe {
-        let fd = std::mem::size_of::<libc::c_int>() as u32;
-        (libc::CMSG_SPACE(fd) as usize, libc::CMSG_LEN(fd))
-    };
-    let mut control = vec![0u64; space.div_ceil(8)];
-    // SAFETY: a zeroed msghdr is valid; its pointers are set to locals alive until the clone
-    // returns, and the control buffer is sized by CMSG_SPACE for one fd and 8-byte aligned.
-    let (msg, fd_slot) = unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = cmsg_len as _;
-        let slot = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
-        (msg, slot)
-    };
+    let mut message = FdMessage::new();
+    let (msg, fd_slot) = message.header();
     let report = Report {
         step: AtomicI32::new(-1),
         errno: AtomicI32::new(0),

@@ -10,27 +10,59 @@ use super::super::SandboxSpec;
 /// The fd the canary finds its end of the handoff socket on.
 pub(crate) const HANDOFF_FD: RawFd = 3;
 
+/// A message of one byte carrying one fd (SCM_RIGHTS), as `sendmsg` and `recvmsg` take it: the
+/// buffers live here and [`FdMessage::header`] points into them, so a message must stay where
+/// it is while a header made from it is in use. Made before a `clone` too, for a child that
+/// only fills in the fd and calls `sendmsg` (`sys/unix/spawn_sandboxed.rs`).
+pub(crate) struct FdMessage {
+    byte: [u8; 1],
+    iov: libc::iovec,
+    /// Room for `CMSG_SPACE(sizeof(int))` (24 bytes on Linux), 8-byte aligned.
+    control: [u64; 4],
+}
+
+impl FdMessage {
+    pub(crate) fn new() -> Self {
+        Self {
+            byte: [0],
+            iov: libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 1,
+            },
+            control: [0; 4],
+        }
+    }
+
+    /// A header over this message's buffers with its SCM_RIGHTS header filled in, and where
+    /// the fd it carries goes (to write before `sendmsg`; `recvmsg` overwrites it all).
+    pub(crate) fn header(&mut self) -> (libc::msghdr, *mut RawFd) {
+        self.iov.iov_base = self.byte.as_mut_ptr().cast();
+        // SAFETY: a zeroed msghdr is valid; CMSG_SPACE(4) fits `control` (checked), which is
+        // aligned for cmsghdr; every pointer points into `self`.
+        unsafe {
+            let fd = std::mem::size_of::<RawFd>() as u32;
+            let space = libc::CMSG_SPACE(fd) as usize;
+            assert!(space <= std::mem::size_of_val(&self.control));
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut self.iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = self.control.as_mut_ptr().cast();
+            msg.msg_controllen = space as _;
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(fd) as _;
+            (msg, libc::CMSG_DATA(cmsg).cast())
+        }
+    }
+}
+
 pub(super) fn send_fd(sock: &OwnedFd, fd: &OwnedFd) -> std::io::Result<()> {
-    let mut byte = [0u8; 1];
-    // SAFETY: the control buffer is sized by CMSG_SPACE for one fd and aligned for cmsghdr;
-    // every pointer handed to sendmsg points into locals alive across the call.
+    let mut message = FdMessage::new();
+    let (msg, slot) = message.header();
+    // SAFETY: `slot` and `msg` point into `message`, alive and unmoved across the calls.
     unsafe {
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let space = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
-        let mut control = vec![0u64; space.div_ceil(8)];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd.as_raw_fd());
+        std::ptr::write_unaligned(slot, fd.as_raw_fd());
         if libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) < 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -39,20 +71,11 @@ pub(super) fn send_fd(sock: &OwnedFd, fd: &OwnedFd) -> std::io::Result<()> {
 }
 
 pub(super) fn recv_fd(sock: RawFd) -> std::io::Result<Option<OwnedFd>> {
-    let mut byte = [0u8; 1];
-    // SAFETY: as in send_fd; a received fd is owned at once (MSG_CMSG_CLOEXEC).
+    let mut message = FdMessage::new();
+    let (mut msg, _) = message.header();
+    // SAFETY: `msg` points into `message`, alive and unmoved across the calls; a received fd
+    // is owned at once (MSG_CMSG_CLOEXEC).
     unsafe {
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let space = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
-        let mut control = vec![0u64; space.div_ceil(8)];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
         let n = loop {
             let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT);
             if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
