@@ -104,7 +104,9 @@ pub(super) fn describe(profile: &mut Profile, support: Support) {
         need(
             sc,
             format!(
-                "file-path Unix socket connects only to: {} (seccomp connect-on-behalf: the                  server connects them for the job; no Unix datagram sockets, no abstract Unix                  socket connects, no Unix socket servers)",
+                "file-path Unix socket connects only to: {} (seccomp connect-on-behalf: the \
+                 server connects them for the job; no Unix datagram sockets, no abstract Unix \
+                 socket connects, no Unix socket servers)",
                 list(&s.unix_sockets)
             ),
             no_seccomp,

@@ -79,6 +79,18 @@ fn hint(kind: &RefusalKind, syscall: &str, commands: &str, profile: &str, file: 
             "an executable memfd".to_owned(),
             format!("allowed only without an exec allowlist: remove exec from {table}"),
         ),
+        RefusalKind::TruncatePath(path) => (
+            format!("truncating {path}, outside the write roots"),
+            format!("to allow, add a directory holding it to write in {table}"),
+        ),
+        RefusalKind::ReadOnlyTruncate => (
+            "an open with O_TRUNC but without write access".to_owned(),
+            "cannot be allowed (open the file for writing to truncate it)".to_owned(),
+        ),
+        RefusalKind::Openat2 => (
+            "openat2 (answered ENOSYS: callers fall back to openat)".to_owned(),
+            "cannot be allowed (its flags cannot be checked)".to_owned(),
+        ),
         RefusalKind::Other => (syscall.to_owned(), "cannot be allowed".to_owned()),
     };
     format!("profile {profile:?} refused {what} ({commands}): {fix}")

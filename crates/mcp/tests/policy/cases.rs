@@ -52,6 +52,33 @@ fn cases() -> Vec<Case> {
             None,
             r#"cp /bin/cp "$PROJ/mycp" && "$PROJ/mycp" /etc/hostname "$OUT/elf""#,
         ),
+        py(
+            "truncate outside the roots (truncate(2) by path)",
+            None,
+            r#"os.truncate(os.environ["OUT"] + "/victim3", 0)"#,
+        ),
+        py(
+            "truncate outside the roots (open O_RDONLY|O_TRUNC)",
+            None,
+            r#"os.open(os.environ["OUT"] + "/victim3", os.O_RDONLY | os.O_TRUNC)"#,
+        ),
+        py(
+            "truncate outside the roots (openat2 O_RDONLY|O_TRUNC)",
+            None,
+            "import ctypes; how = (ctypes.c_uint64 * 3)(os.O_RDONLY | os.O_TRUNC, 0, 0); \
+             p = (os.environ[\"OUT\"] + \"/victim3\").encode(); \
+             exit(0 if ctypes.CDLL(None).syscall(437, -100, p, how, 24) >= 0 else 1)",
+        ),
+        sh(
+            "truncate outside the roots through a symlink in a root",
+            None,
+            r#"ln -sf "$OUT/victim3" "$PROJ/tlink" && /usr/bin/python3 -c 'import os; os.truncate(os.environ["PROJ"] + "/tlink", 0)'"#,
+        ),
+        py(
+            "truncate the policy file",
+            None,
+            r#"os.truncate(os.environ["TARGET"], 0)"#,
+        ),
         sh("write over the policy file", None, r#"echo x >> "$TARGET""#),
         sh(
             "rename the policy file",

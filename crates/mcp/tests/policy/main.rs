@@ -15,6 +15,7 @@ mod util;
 mod cases;
 mod gaps;
 mod sockets;
+mod truncate;
 mod workflows;
 
 use std::collections::BTreeMap;
@@ -110,11 +111,12 @@ impl World {
 
     /// Files the cases delete, rename or overwrite, made afresh before each run.
     pub fn refresh(&self) {
-        for f in ["victim", "victim2"] {
+        for f in ["victim", "victim2", "victim3"] {
             std::fs::write(self.out.join(f), "x").expect("victim");
         }
         std::fs::write(&self.dummy, "x").expect("dummy");
         let _ = std::fs::remove_file(self.proj.join("hard"));
+        let _ = std::fs::remove_file(self.proj.join("tlink"));
         let _ = std::fs::remove_file(self.etc().join("dummy.toml.moved"));
     }
 

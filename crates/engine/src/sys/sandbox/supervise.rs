@@ -30,6 +30,12 @@ pub enum RefusalKind {
     Terminal,
     /// A memfd that could be executed, under an exec allowlist.
     Memfd,
+    /// `truncate(2)` of a file outside the write roots (its path as resolved).
+    TruncatePath(String),
+    /// An open that truncates without write access (`O_RDONLY | O_TRUNC`): cannot be allowed.
+    ReadOnlyTruncate,
+    /// `openat2`: its flags cannot be checked; answered ENOSYS (callers fall back to `openat`).
+    Openat2,
     /// Anything else the filter names.
     Other,
 }

@@ -2,8 +2,9 @@
 //! job: every call here is a read of `/proc`, of the job's memory, or a nonblocking socket
 //! call; a job that ends mid-notification makes the ioctls fail with ENOENT, which is normal.
 //!
-//! - **A refusal** (any notified call but the two below): counted with the process's command
+//! - **A refusal** (any notified call but the ones below): counted with the process's command
 //!   and answered EPERM.
+//! - **`truncate`**, **`openat2`**: see `truncate.rs`.
 //! - **`socket(AF_UNIX, ...)`** while sockets are listed: a stream or seqpacket socket is made
 //!   by the supervisor, bound to an automatic abstract name and set listening, and handed to
 //!   the job (`SECCOMP_IOCTL_NOTIF_ADDFD` with `SEND`: the fd number is `socket`'s result). A
@@ -30,7 +31,7 @@ use super::supervisor::JobCtx;
 use crate::sys::sandbox::RefusalKind;
 
 /// How a notification is answered.
-enum Answer {
+pub(super) enum Answer {
     Errno(i32),
     Value(i64),
     Continue,
@@ -39,7 +40,7 @@ enum Answer {
     Done,
 }
 
-fn errno() -> i32 {
+pub(super) fn errno() -> i32 {
     std::io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EPERM)
@@ -65,6 +66,14 @@ pub(super) fn answer_one(listener: RawFd, job: &JobCtx) {
         unix_socket(&call, job)
     } else if supervised && nr == libc::SYS_connect {
         connect(&call, job)
+    } else if nr == libc::SYS_truncate {
+        super::truncate::truncate(&call, job)
+    } else if nr == libc::SYS_openat2 {
+        // Its flags cannot be checked (see `truncate.rs`): as on a kernel without it.
+        match call.refuse(job, "openat2".into(), RefusalKind::Openat2) {
+            Answer::Errno(_) => Answer::Errno(libc::ENOSYS),
+            other => other,
+        }
     } else {
         let (syscall, kind) = describe(nr, &args, supervised);
         call.refuse(job, syscall, kind)
@@ -86,15 +95,15 @@ pub(super) fn answer_one(listener: RawFd, job: &JobCtx) {
 }
 
 /// One notification being answered.
-struct Call<'a> {
+pub(super) struct Call<'a> {
     listener: RawFd,
-    n: &'a libc::seccomp_notif,
+    pub(super) n: &'a libc::seccomp_notif,
 }
 
 impl Call<'_> {
     /// Whether the notification is still pending: what was read of its process (its memory,
     /// its comm, a pidfd) was read from the caller, not from a process that reused its pid.
-    fn valid(&self) -> bool {
+    pub(super) fn valid(&self) -> bool {
         let mut id = self.n.id;
         // SAFETY: NOTIF_ID_VALID reads one u64.
         unsafe { libc::ioctl(self.listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) == 0 }
@@ -107,7 +116,7 @@ impl Call<'_> {
     }
 
     /// Counts the refusal (when the caller is still there) and answers EPERM.
-    fn refuse(&self, job: &JobCtx, syscall: String, kind: RefusalKind) -> Answer {
+    pub(super) fn refuse(&self, job: &JobCtx, syscall: String, kind: RefusalKind) -> Answer {
         let command = self.command();
         if !self.valid() {
             return Answer::Done;

@@ -11,7 +11,7 @@ use super::super::SandboxSpec;
 
 /// Devices and directories every job may write whatever its profile: without them shells and
 /// most tools fail (`2>/dev/null`, a prompt on `/dev/tty`, Python's semaphores in /dev/shm).
-const ALWAYS_WRITABLE: [&str; 9] = [
+pub(super) const ALWAYS_WRITABLE: [&str; 9] = [
     "/dev/null",
     "/dev/zero",
     "/dev/full",
@@ -59,8 +59,10 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 /// Applies the Landlock ruleset of `spec` to this process (and so to everything it execs).
+/// With a handoff, the filter installed next takes truncation over (see `truncate.rs`).
 pub(super) fn apply(spec: &SandboxSpec) -> Result<(), String> {
-    let Some(created) = build(spec)? else {
+    let filter_truncates = spec.handoff.is_some() && super::filter::available();
+    let Some(created) = build(spec, filter_truncates)? else {
         return Ok(());
     };
     let status = created.restrict_self().map_err(err)?;
@@ -76,7 +78,9 @@ pub(super) fn apply(spec: &SandboxSpec) -> Result<(), String> {
 /// best-effort. Not best-effort, the ruleset is built with `HardRequirement`, so anything the
 /// kernel cannot enforce is an error here, as `apply`'s status check makes it.
 pub(super) fn prepare(spec: &SandboxSpec) -> Result<Option<std::os::fd::OwnedFd>, String> {
-    let fd: Option<std::os::fd::OwnedFd> = build(spec)?.and_then(Into::into);
+    // The job's notifying filter takes truncation over, where there is one (`truncate.rs`).
+    let fd: Option<std::os::fd::OwnedFd> =
+        build(spec, super::filter::available())?.and_then(Into::into);
     if fd.is_none() && !spec.best_effort {
         return Err("this kernel has no Landlock".into());
     }
@@ -84,8 +88,9 @@ pub(super) fn prepare(spec: &SandboxSpec) -> Result<Option<std::os::fd::OwnedFd>
 }
 
 /// The ruleset of `spec`, filled; `None` when the kernel has no Landlock and `spec` is
-/// best-effort.
-fn build(spec: &SandboxSpec) -> Result<Option<RulesetCreated>, String> {
+/// best-effort. With `filter_truncates`, truncation is left to the job's seccomp supervisor
+/// (`truncate.rs`): handling it here costs a path walk on every open, reads included.
+fn build(spec: &SandboxSpec, filter_truncates: bool) -> Result<Option<RulesetCreated>, String> {
     let abi = abi();
     let level = if spec.best_effort {
         CompatLevel::BestEffort
@@ -100,6 +105,11 @@ fn build(spec: &SandboxSpec) -> Result<Option<RulesetCreated>, String> {
         };
     }
     let read = AccessFs::from_read(abi);
+    let everything = if filter_truncates {
+        AccessFs::from_all(abi) & !AccessFs::Truncate
+    } else {
+        AccessFs::from_all(abi)
+    };
     // Reading everything is not restricted, and so not handled: Landlock then checks no
     // open for reading (a path walk each), which is most of a busy job's cost. Exec stays
     // handled when there is an allowlist.
@@ -110,9 +120,9 @@ fn build(spec: &SandboxSpec) -> Result<Option<RulesetCreated>, String> {
         } else {
             read
         };
-        AccessFs::from_all(abi) & !unhandled
+        everything & !unhandled
     } else {
-        AccessFs::from_all(abi)
+        everything
     };
     let read = read & all;
     // Without an allowlist, exec is what reading allows.

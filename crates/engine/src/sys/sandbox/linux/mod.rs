@@ -13,6 +13,7 @@ mod notify;
 pub(super) mod prepared;
 mod refusal;
 pub(super) mod supervisor;
+mod truncate;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;

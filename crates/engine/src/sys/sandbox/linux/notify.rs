@@ -45,40 +45,62 @@ fn err(e: impl std::fmt::Display) -> String {
     format!("seccomp: {e}")
 }
 
+/// A rule matching when argument `arg`'s low 32 bits, masked with `mask`, equal `value`.
+fn flags_rule(arg: u8, value: u64, mask: u64) -> Result<SeccompRule, String> {
+    let op = if mask == !0 {
+        seccompiler::SeccompCmpOp::Eq
+    } else {
+        seccompiler::SeccompCmpOp::MaskedEq(mask)
+    };
+    let cond =
+        seccompiler::SeccompCondition::new(arg, seccompiler::SeccompCmpArgLen::Dword, op, value)
+            .map_err(err)?;
+    SeccompRule::new(vec![cond]).map_err(err)
+}
+
 /// The filter of `spec` with every refusal (and the supervised Unix calls) notified.
 pub(super) fn program(spec: &SandboxSpec) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = super::filter::rules(spec)?;
+    let mut extra: Vec<(i64, Option<SeccompRule>)> = Vec::new();
     if connects_on_behalf(spec, super::landlock::kernel_abi()) {
-        let unix = SeccompRule::new(vec![
-            seccompiler::SeccompCondition::new(
-                0,
-                seccompiler::SeccompCmpArgLen::Dword,
-                seccompiler::SeccompCmpOp::Eq,
-                libc::AF_UNIX as u64,
-            )
-            .map_err(err)?,
-        ])
-        .map_err(err)?;
-        let mut extra = vec![(libc::SYS_socket, Some(unix)), (libc::SYS_connect, None)];
-        #[cfg(target_arch = "x86_64")]
-        {
-            let x32: Vec<_> = extra.iter().map(|(nr, r)| (nr | X32, r.clone())).collect();
-            extra.extend(x32);
+        extra.push((
+            libc::SYS_socket,
+            Some(flags_rule(0, libc::AF_UNIX as u64, !0)?),
+        ));
+        extra.push((libc::SYS_connect, None));
+    }
+    // Truncation (`truncate.rs`): `truncate` and `openat2` always, an open only when it
+    // truncates without write access (its flags: argument 1 of `open`, 2 of the others).
+    extra.push((libc::SYS_truncate, None));
+    extra.push((libc::SYS_openat2, None));
+    let mut opens = vec![(libc::SYS_openat, 2), (libc::SYS_open_by_handle_at, 2)];
+    #[cfg(target_arch = "x86_64")]
+    opens.push((libc::SYS_open, 1));
+    let trunc_mask = (libc::O_TRUNC | libc::O_ACCMODE) as u64;
+    for (nr, arg) in opens {
+        for mode in [libc::O_RDONLY as u64, 3] {
+            let rule = flags_rule(arg, libc::O_TRUNC as u64 | mode, trunc_mask)?;
+            extra.push((nr, Some(rule)));
         }
-        for (nr, rule) in extra {
-            match rule {
-                // Any one matching rule notifies; an empty list notifies always.
-                Some(r) => match rules.get_mut(&nr) {
-                    // Already notified always.
-                    Some(list) if list.is_empty() => {}
-                    Some(list) => list.push(r),
-                    None => {
-                        rules.insert(nr, vec![r]);
-                    }
-                },
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let x32: Vec<_> = extra.iter().map(|(nr, r)| (nr | X32, r.clone())).collect();
+        extra.extend(x32);
+    }
+    for (nr, rule) in extra {
+        match rule {
+            // Any one matching rule notifies; an empty list notifies always.
+            Some(r) => match rules.get_mut(&nr) {
+                // Already notified always.
+                Some(list) if list.is_empty() => {}
+                Some(list) => list.push(r),
                 None => {
-                    rules.insert(nr, vec![]);
+                    rules.insert(nr, vec![r]);
                 }
+            },
+            None => {
+                rules.insert(nr, vec![]);
             }
         }
     }
@@ -157,9 +179,9 @@ pub(super) fn install(spec: &SandboxSpec, handoff: RawFd) -> Result<(), String> 
 mod tests {
     use super::*;
 
-    /// What `socket(AF_INET, SOCK_DGRAM)` returns in a child under `spec`'s notifying filter
-    /// whose listener is closed at once (no supervisor): the errno, or 0 if it was allowed.
-    fn udp_without_a_supervisor(spec: &SandboxSpec) -> i32 {
+    /// What `call` returns in a child under `spec`'s notifying filter whose listener is closed
+    /// at once (no supervisor): the errno, or 0 if it was allowed.
+    fn without_a_supervisor(spec: &SandboxSpec, call: fn() -> libc::c_long) -> i32 {
         let program = program(spec).expect("filter");
         let fprog = libc::sock_fprog {
             len: program.len() as u16,
@@ -182,8 +204,11 @@ mod tests {
                     libc::_exit(100);
                 }
                 libc::close(fd as RawFd);
-                let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
-                let code = if s >= 0 { 0 } else { *libc::__errno_location() };
+                let code = if call() >= 0 {
+                    0
+                } else {
+                    *libc::__errno_location()
+                };
                 libc::_exit(code);
             }
             let mut status = 0;
@@ -191,6 +216,15 @@ mod tests {
             assert!(libc::WIFEXITED(status), "status {status:#x}");
             libc::WEXITSTATUS(status)
         }
+    }
+
+    fn udp() -> libc::c_long {
+        // SAFETY: a socket call; its fd is left to the child's exit.
+        libc::c_long::from(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) })
+    }
+
+    fn udp_without_a_supervisor(spec: &SandboxSpec) -> i32 {
+        without_a_supervisor(spec, udp)
     }
 
     /// Every refusal of the compiled filter notifies (no placeholder is left), and `connect`
@@ -241,5 +275,63 @@ mod tests {
         };
         assert_eq!(udp_without_a_supervisor(&closed), libc::ENOSYS);
         assert_eq!(udp_without_a_supervisor(&SandboxSpec::default()), 0);
+    }
+
+    /// Truncation goes to the supervisor (`truncate.rs`): `truncate` and `openat2` always, an
+    /// open only when it has `O_TRUNC` without write access; every other open is untouched.
+    #[test]
+    fn truncation_is_notified_and_other_opens_are_not() {
+        if !super::super::filter::available() {
+            eprintln!("skipped: no seccomp here");
+            return;
+        }
+        const DEV_NULL: &std::ffi::CStr = c"/dev/null";
+        fn open(flags: libc::c_int) -> libc::c_long {
+            // SAFETY: opens /dev/null; the fd is left to the child's exit.
+            libc::c_long::from(unsafe { libc::open(DEV_NULL.as_ptr(), flags) })
+        }
+        let spec = SandboxSpec::default();
+        type Call = fn() -> libc::c_long;
+        let cases: [(&str, Call, i32); 7] = [
+            (
+                "O_RDONLY|O_TRUNC",
+                || open(libc::O_RDONLY | libc::O_TRUNC),
+                libc::ENOSYS,
+            ),
+            ("mode 3|O_TRUNC", || open(3 | libc::O_TRUNC), libc::ENOSYS),
+            (
+                "O_WRONLY|O_TRUNC",
+                || open(libc::O_WRONLY | libc::O_TRUNC),
+                0,
+            ),
+            ("O_RDWR|O_TRUNC", || open(libc::O_RDWR | libc::O_TRUNC), 0),
+            ("O_RDONLY", || open(libc::O_RDONLY | libc::O_CLOEXEC), 0),
+            (
+                "truncate",
+                // SAFETY: truncate of a path we own (the call never reaches the kernel here).
+                || libc::c_long::from(unsafe { libc::truncate(DEV_NULL.as_ptr(), 0) }),
+                libc::ENOSYS,
+            ),
+            (
+                "openat2",
+                || {
+                    // SAFETY: open_how is plain data; openat2 reads it and the path.
+                    unsafe {
+                        let how: libc::open_how = std::mem::zeroed();
+                        libc::syscall(
+                            libc::SYS_openat2,
+                            libc::AT_FDCWD,
+                            DEV_NULL.as_ptr(),
+                            &how as *const libc::open_how,
+                            std::mem::size_of::<libc::open_how>(),
+                        )
+                    }
+                },
+                libc::ENOSYS,
+            ),
+        ];
+        for (name, call, want) in cases {
+            assert_eq!(without_a_supervisor(&spec, call), want, "{name}");
+        }
     }
 }

@@ -74,6 +74,22 @@ pub(super) fn describe(nr: i64, args: &[u64; 6], supervised: bool) -> (String, R
             "memfd_create(without MFD_NOEXEC_SEAL)".into(),
             RefusalKind::Memfd,
         ),
+        libc::SYS_openat | libc::SYS_open_by_handle_at => {
+            let name = if nr == libc::SYS_openat {
+                "openat"
+            } else {
+                "open_by_handle_at"
+            };
+            (
+                format!("{name}(O_TRUNC without write access)"),
+                RefusalKind::ReadOnlyTruncate,
+            )
+        }
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_open => (
+            "open(O_TRUNC without write access)".into(),
+            RefusalKind::ReadOnlyTruncate,
+        ),
         other => (format!("syscall {other}"), RefusalKind::Other),
     }
 }

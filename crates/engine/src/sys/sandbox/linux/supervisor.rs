@@ -14,11 +14,14 @@ use super::notify::connects_on_behalf;
 /// Most distinct (call, command) pairs counted per job; more are counted as one.
 const MAX_KINDS: usize = 64;
 
-/// A job's side of the supervisor: its listed sockets and its refusals.
+/// A job's side of the supervisor: its listed sockets, its write roots and its refusals.
 #[derive(Debug)]
 pub(super) struct JobCtx {
     /// The file-path Unix sockets it may connect to (canonical), when connected on its behalf.
     pub(super) listed: Vec<PathBuf>,
+    /// Where it may truncate a file by path (`truncate.rs`): its write roots and the devices
+    /// every job may write, canonical.
+    pub(super) writable: Vec<PathBuf>,
     refusals: Mutex<Vec<Refusal>>,
 }
 
@@ -226,6 +229,17 @@ pub(super) fn register(handoff: OwnedFd, spec: &SandboxSpec) -> Option<Handle> {
             } else {
                 Vec::new()
             },
+            writable: spec
+                .write
+                .iter()
+                .map(PathBuf::as_path)
+                .chain(
+                    super::landlock::ALWAYS_WRITABLE
+                        .iter()
+                        .map(std::path::Path::new),
+                )
+                .map(|p| p.canonicalize().unwrap_or_else(|_| p.to_path_buf()))
+                .collect(),
             refusals: Mutex::new(Vec::new()),
         }),
     });
