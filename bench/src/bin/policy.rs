@@ -3,12 +3,14 @@
 //! and seccomp filter made by the server, applied by the child before it execs the shell),
 //! interleaved in rounds.
 //!
-//! `policy [CALLS] [MB]` (defaults 200 and 100) measures, one call at a time:
+//! `policy [CALLS] [MB] [FINDS]` (defaults 200, 100 and 2) measures, one call at a time (plain and
+//! policy alternating, `ROUNDS` rounds):
 //! - `execute_command("true")`: the answer (the job started) and, with `wait`, the whole job
 //!   (start → exit: the sandbox's set-up included);
 //! - throughput: `MB` of lines from the `throughput` bench's producer through the PTY, start →
 //!   end, and the same read by a bare PTY reader (the physical limit);
-//! - the filter's cost on a syscall-heavy job: `find /usr > /dev/null`, start → end.
+//! - the filter's cost on a syscall-heavy job: `find /usr > /dev/null`, start → end (`FINDS`
+//!   per round and server).
 //!
 //! Prints medians (p99), the differences and ratios, and the targets' verdicts.
 
@@ -61,16 +63,14 @@ fn call(rpc: &mut Rpc, args: &Value) -> Duration {
     took
 }
 
-/// `per` calls of `args` on each server in each of the rounds: (plain, policy) samples.
+/// `per` calls of `args` on each server in each of the rounds, alternating: (plain, policy)
+/// samples.
 fn sample(servers: &mut [Rpc; 2], per: usize, args: &Value) -> (Vec<Duration>, Vec<Duration>) {
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        for _ in 0..per {
-            a.push(call(&mut servers[0], args));
-        }
-        for _ in 0..per {
-            b.push(call(&mut servers[1], args));
-        }
+    // Call by call, alternating: a slow moment of the machine falls on both sides.
+    for _ in 0..ROUNDS * per {
+        a.push(call(&mut servers[0], args));
+        b.push(call(&mut servers[1], args));
     }
     (a, b)
 }
@@ -92,6 +92,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
     let mb: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
+    let finds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
     let dir = std::env::temp_dir().join(format!("ptyjobs-bench-policy-{}", std::process::id()));
     let proj = dir.join("proj");
     std::fs::create_dir_all(&proj).expect("mkdir");
@@ -127,7 +128,7 @@ fn main() {
     let bare_seq: Vec<Duration> = (0..ROUNDS).map(|_| bare(&produce)).collect();
     let bare_seq = Stats::of(&bare_seq);
     let find = json!({ "command": "find /usr > /dev/null 2>&1; true", "wait": true });
-    let (a, b) = sample(&mut servers, 2, &find);
+    let (a, b) = sample(&mut servers, finds, &find);
     let (find_a, find_b) = (Stats::of(&a), Stats::of(&b));
 
     println!("## Policy: the cost of the sandbox\n");
