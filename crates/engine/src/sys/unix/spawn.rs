@@ -43,18 +43,10 @@ fn cstring(bytes: &[u8], what: &str) -> Result<std::ffi::CString> {
 pub(crate) fn spawn(spec: &SpawnSpec) -> Result<Spawned> {
     let (master, slave_path) = pty::open_pty(spec.cols, spec.rows)?;
     pty::set_nonblocking(&master)?;
-    // Under a policy, the socket the job's child hands its seccomp listener back on.
-    #[cfg(target_os = "linux")]
-    let handoff = match &spec.sandbox {
-        Some(_) => Some(
-            crate::sys::sandbox::Handoff::new()
-                .map_err(|e| Error::Spawn(format!("the sandbox's handoff socket: {e}")))?,
-        ),
-        None => None,
-    };
     let before = start_clock();
+    // Under a policy, also the socket the job's child handed its seccomp listener back on.
     #[cfg(target_os = "linux")]
-    let pid = start(spec, &slave_path, handoff.as_ref())?;
+    let (pid, handoff) = start(spec, &slave_path)?;
     #[cfg(not(target_os = "linux"))]
     let pid = start(spec, &slave_path)?;
     // First: the sooner, the fewer processes the shell can have started with the raised limit.
@@ -115,21 +107,22 @@ pub(crate) fn reap_abandoned(leader: &Leader) {
     });
 }
 
+/// Starts the job's shell; under a policy, also returns the handoff socket its sandboxed child
+/// sends its seccomp listener back on.
 #[cfg(target_os = "linux")]
 fn start(
     spec: &SpawnSpec,
     slave_path: &str,
-    handoff: Option<&crate::sys::sandbox::Handoff>,
-) -> Result<u32> {
+) -> Result<(u32, Option<crate::sys::sandbox::Handoff>)> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     use std::ptr::null_mut;
 
     // Under a policy the child applies the sandbox itself before it execs the shell, and
-    // hands its seccomp listener to the server over `handoff`.
+    // hands its seccomp listener to the server over the handoff socket.
     if let Some((_, sandbox)) = &spec.sandbox {
-        let handoff = handoff.ok_or_else(|| Error::Spawn("no handoff socket".into()))?;
-        return super::spawn_sandboxed::start(spec, sandbox, slave_path, handoff);
+        return super::spawn_sandboxed::start(spec, sandbox, slave_path)
+            .map(|(pid, handoff)| (pid, Some(handoff)));
     }
     let shell = cstring(spec.shell.as_os_str().as_bytes(), "shell")?;
     let args = [
@@ -244,7 +237,7 @@ fn start(
         })();
         libc::posix_spawn_file_actions_destroy(&mut actions);
         libc::posix_spawnattr_destroy(&mut attr);
-        result
+        result.map(|pid| (pid, None))
     }
 }
 

@@ -80,14 +80,16 @@ fn cstring(bytes: &[u8], what: &str) -> Result<CString> {
 }
 
 /// Starts `spec`'s shell on the terminal `slave_path` as the leader of a new session, inside
-/// `sandbox`. Returns its pid once it has exec'd; an error (and no job) when the sandbox cannot
-/// be made or applied.
+/// `sandbox`. Returns its pid once it has exec'd, and the handoff socket its seccomp listener
+/// was sent on (for the supervisor); an error (and no job) when the sandbox cannot be made or
+/// applied.
 pub(crate) fn start(
     spec: &SpawnSpec,
     sandbox: &SandboxSpec,
     slave_path: &str,
-    handoff: &Handoff,
-) -> Result<u32> {
+) -> Result<(u32, Handoff)> {
+    let handoff =
+        Handoff::new().map_err(|e| Error::Spawn(format!("the sandbox's handoff socket: {e}")))?;
     let ready = crate::sys::sandbox::prepare(sandbox).map_err(|e| {
         Error::Spawn(format!(
             "profile {:?} cannot be enforced: {e}",
@@ -214,7 +216,7 @@ pub(crate) fn start(
             None => format!("{}: {errno}", spec.shell.display()),
         }));
     }
-    Ok(u32::try_from(pid).unwrap_or_default())
+    Ok((u32::try_from(pid).unwrap_or_default(), handoff))
 }
 
 /// The child: restricts itself and execs the shell, or reports the step that failed and exits.
@@ -349,7 +351,6 @@ mod tests {
             &spec(super::super::spawn::DEFAULT_SHELL, gone),
             &sandbox(),
             &slave,
-            &Handoff::new().expect("handoff"),
         )
         .expect_err("a missing cwd");
         assert!(e.to_string().contains("chdir"), "{e}");
@@ -357,15 +358,13 @@ mod tests {
             &spec("/no/such/shell", std::env::temp_dir()),
             &sandbox(),
             &slave,
-            &Handoff::new().expect("handoff"),
         )
         .expect_err("a missing shell");
         assert!(e.to_string().contains("/no/such/shell"), "{e}");
-        let pid = start(
+        let (pid, _handoff) = start(
             &spec(super::super::spawn::DEFAULT_SHELL, std::env::temp_dir()),
             &sandbox(),
             &slave,
-            &Handoff::new().expect("handoff"),
         )
         .expect("a good spawn");
         let mut status = 0;
