@@ -12,6 +12,7 @@ mod environment;
 mod inheritance;
 mod input;
 mod keep;
+mod keep_faults;
 mod keys;
 mod lifecycle;
 mod limits;
