@@ -5,9 +5,10 @@
 
 use regex::Regex;
 
+use crate::control::{ControlOp, SLACK, unreachable};
 use crate::error::{Error, Result};
 use crate::job::JobId;
-use crate::manager::JobManager;
+use crate::manager::{Controlled, JobManager};
 use crate::output::OutputSlice;
 use crate::search::SearchResult;
 use crate::sync::lock;
@@ -89,7 +90,8 @@ impl JobManager {
         self.blocking(move || Ok(me.list())).await
     }
 
-    /// [`Self::screen_status`] on the blocking pool.
+    /// [`Self::screen_status`]: another live server's job asked on this task (a socket round
+    /// trip: no blocking-pool hop on top of it), the rest on the blocking pool.
     ///
     /// # Errors
     /// As [`Self::screen_status`].
@@ -97,8 +99,14 @@ impl JobManager {
         &self,
         id: JobId,
     ) -> Result<(crate::terminal::ScreenSnapshot, crate::job::JobStatus)> {
+        if let Ok(Controlled::Remote(remote)) = self.inner.controlled(id) {
+            match remote.ask(&ControlOp::Screen, SLACK).await {
+                Err(e) if unreachable(&e) => {}
+                live => return live,
+            }
+        }
         let me = self.clone();
-        self.blocking(move || me.screen_status(id)).await
+        self.blocking(move || me.held_screen_status(id)).await
     }
 
     /// [`Self::screen`] on the blocking pool.

@@ -316,6 +316,15 @@ impl JobManager {
                 live => return live,
             }
         }
+        self.held_screen_status(id)
+    }
+
+    /// [`Self::screen_status`] of what this manager holds: its own job's screen (a lock and
+    /// a copy, cheap enough for an async task), or the screen a stored job's record saved.
+    ///
+    /// # Errors
+    /// [`Error::JobNotFound`].
+    pub(crate) fn held_screen_status(&self, id: JobId) -> Result<(ScreenSnapshot, JobStatus)> {
         match self.inner.find(id)? {
             Found::Live(job) => {
                 let s = lock(&job.state);

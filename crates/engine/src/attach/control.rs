@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use crate::attach::AttachHello;
 use crate::control::{ControlOp, ControlWait, reply_line};
 use crate::error::{Error, Result};
 use crate::job::JobId;
@@ -15,14 +16,52 @@ use crate::signal::Signal;
 use crate::sync::lock;
 use crate::wait::WaitSpec;
 
-/// Does `op` on the job `job_id` names and writes the one answer line. A wait is cancelled
-/// when the client closes the connection (it is gone: nobody would read the answer).
-pub(super) async fn answer(
+/// How long a connection kept open for further requests may sit idle before it is closed
+/// (its client forgets idle connections sooner, see `sys::control`).
+const IDLE_OPEN: Duration = Duration::from_secs(30);
+
+/// Answers the control request `hello` and, while its client asks to keep the connection open
+/// (`keep_open`), each further control request on it, one at a time. The connection closes
+/// after an answer without `keep_open`, after a wait (its client's going is what cancels it),
+/// at the client's end, or after [`IDLE_OPEN`] without a request.
+pub(super) async fn serve<R: AsyncBufRead + AsyncRead + Unpin>(
+    jobs: &JobManager,
+    mut hello: AttachHello,
+    rd: &mut R,
+    wr: &mut (impl AsyncWriteExt + Unpin),
+) -> std::io::Result<()> {
+    loop {
+        let Some(op) = hello.control.take() else {
+            let why = "only control requests may follow a control request";
+            return super::session::refuse(rd, wr, why).await;
+        };
+        let open = hello.keep_open && !matches!(op, ControlOp::Wait(_));
+        answer(jobs, &hello.job_id, op, &mut *rd, wr, open).await?;
+        if !open {
+            return Ok(());
+        }
+        match tokio::time::timeout(IDLE_OPEN, rd.fill_buf()).await {
+            Ok(Ok(next)) if !next.is_empty() => {}
+            // The client's end, a broken connection, or idle for too long.
+            _ => return Ok(()),
+        }
+        hello = match super::session::read_hello(rd).await {
+            Ok(next) => next,
+            Err(why) => return super::session::refuse(rd, wr, why).await,
+        };
+    }
+}
+
+/// Does `op` on the job `job_id` names and writes the one answer line (saying `open` when the
+/// connection stays open; else the write side is shut). A wait is cancelled when the client
+/// closes the connection (it is gone: nobody would read the answer).
+async fn answer(
     jobs: &JobManager,
     job_id: &str,
     op: ControlOp,
-    mut rd: impl AsyncRead + Unpin,
+    rd: &mut (impl AsyncRead + Unpin),
     wr: &mut (impl AsyncWriteExt + Unpin),
+    open: bool,
 ) -> std::io::Result<()> {
     let done = if matches!(op, ControlOp::Wait(_)) {
         let gone = async {
@@ -40,9 +79,12 @@ pub(super) async fn answer(
     } else {
         run(jobs, job_id, op).await
     };
-    let line = reply_line(done);
+    let line = reply_line(done, open);
     wr.write_all(&line).await?;
     wr.flush().await?;
+    if open {
+        return Ok(());
+    }
     wr.shutdown().await
 }
 
@@ -93,7 +135,8 @@ async fn run(jobs: &JobManager, job_id: &str, op: ControlOp) -> Result<Vec<u8>> 
                     .await?,
             )
         }
-        ControlOp::Screen => json(jobs.screen_status_async(id).await?),
+        // This server's job (looked up above): its screen is a lock and a copy, taken here.
+        ControlOp::Screen => json(jobs.held_screen_status(id)?),
         ControlOp::Wait(w) => {
             let spec = spec(w)?;
             json(jobs.wait_for(id, &spec, |_| {}).await?)
@@ -207,6 +250,59 @@ mod tests {
         assert!(eventually(|| watchers() > before).await, "the wait began");
         drop(client);
         assert!(eventually(|| watchers() == before).await, "the wait ended");
+        jobs.shutdown().await;
+    }
+
+    /// A client that asks to keep the connection open sends request after request on it,
+    /// each answered `open`; a request without `keep_open`, or a wait, is the last one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_follow_one_another_on_a_connection_kept_open() {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = JobManager::new(EngineConfig {
+            store: Some(StoreConfig::new(dir.path())),
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        let server = jobs.serve_attach().unwrap();
+        let info = jobs
+            .execute(JobSpec {
+                command: "sleep 100".into(),
+                ..JobSpec::default()
+            })
+            .unwrap();
+        let hello = |op: &str, keep: bool| {
+            let keep = if keep { r#","keep_open":true"# } else { "" };
+            format!(
+                r#"{{"version":4,"job_id":"{}","cols":0,"rows":0,"control":{op}{keep}}}"#,
+                info.id
+            ) + "\n"
+        };
+        let screen = r#"{"op":"screen"}"#;
+        let wait = r#"{"op":"wait","pattern":"never","timeout_ms":10}"#;
+        // Each case: the requests sent on one connection, and whether each answer says open.
+        for requests in [
+            vec![(screen, true), (screen, true), (screen, false)],
+            vec![(screen, true), (wait, true)],
+        ] {
+            let client = tokio::net::UnixStream::connect(server.path())
+                .await
+                .unwrap();
+            let (rd, mut wr) = client.into_split();
+            let mut rd = BufReader::new(rd);
+            for (i, (op, keep)) in requests.iter().enumerate() {
+                wr.write_all(hello(op, *keep).as_bytes()).await.unwrap();
+                let mut line = String::new();
+                rd.read_line(&mut line).await.unwrap();
+                let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+                let last = i + 1 == requests.len();
+                assert_eq!(reply["ok"], true, "{line}");
+                assert_eq!(reply["open"] == true, !last, "{line}");
+            }
+            // After the last answer the server closes the connection.
+            let mut rest = String::new();
+            assert_eq!(rd.read_line(&mut rest).await.unwrap(), 0, "{rest}");
+        }
         jobs.shutdown().await;
     }
 }

@@ -55,6 +55,11 @@ pub struct AttachHello {
     /// server (or a Node program, or the CLI) controls a job this server runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<crate::control::ControlOp>,
+    /// With `control`: the client may send further control requests (a hello line each) on
+    /// this connection once answered. A server that keeps it open says `"open": true` in its
+    /// answer; without it (older servers, a wait) the connection closes after the answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_open: bool,
     /// Instead of attaching, start a kept job (version [`ATTACH_START_VERSION`] only; a
     /// keeper alone accepts it): the keeper answers one [`StartReply`] and closes. How a
     /// server, the CLI or a Node program has the state directory's keeper run a kept job.

@@ -64,7 +64,7 @@ async fn reply(wr: &mut (impl AsyncWriteExt + Unpin), r: &AttachReply) -> io::Re
 
 /// Answers `ok: false` with `why` and closes. What the client sent is read (briefly) first:
 /// closing a socket with unread data would reset the connection and lose the answer.
-async fn refuse(
+pub(super) async fn refuse(
     mut rd: impl AsyncRead + Unpin,
     wr: &mut (impl AsyncWriteExt + Unpin),
     why: impl Into<String>,
@@ -91,7 +91,7 @@ async fn refuse(
     Ok(())
 }
 
-async fn read_hello(
+pub(super) async fn read_hello(
     rd: &mut (impl AsyncRead + AsyncBufReadExt + Unpin),
 ) -> Result<AttachHello, String> {
     let mut line = Vec::new();
@@ -221,8 +221,8 @@ async fn serve(jobs: JobManager, (uid, rd, mut wr): Peer) -> io::Result<()> {
             Err(why) => refuse(rd, &mut wr, why).await,
         };
     }
-    if let Some(op) = hello.control.clone() {
-        return super::control::answer(&jobs, &hello.job_id, op, rd, &mut wr).await;
+    if hello.control.is_some() {
+        return super::control::serve(&jobs, hello, &mut rd, &mut wr).await;
     }
     if let Some(start) = hello.start.clone() {
         let answer = super::start::start(&jobs, *start).await;

@@ -291,6 +291,7 @@ mod tests {
             restart: None,
             start: start.map(Box::new),
             control: None,
+            keep_open: false,
         };
         assert!(checked(hello(ATTACH_START_VERSION, Some(AttachStart::default()))).is_ok());
         assert!(checked(hello(ATTACH_START_VERSION, None)).is_err());

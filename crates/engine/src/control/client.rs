@@ -30,6 +30,8 @@ struct Hello<'a> {
     cols: u16,
     rows: u16,
     control: &'a ControlOp,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    keep_open: bool,
 }
 
 /// A running job of another live server, and where to reach that server.
@@ -89,13 +91,14 @@ impl Remote {
         }
     }
 
-    fn line(&self, op: &ControlOp) -> Result<Vec<u8>> {
+    fn line(&self, op: &ControlOp, keep_open: bool) -> Result<Vec<u8>> {
         let hello = Hello {
             version: ATTACH_CONTROL_VERSION,
             job_id: self.id.to_string(),
             cols: 0,
             rows: 0,
             control: op,
+            keep_open,
         };
         let mut line = serde_json::to_vec(&hello).map_err(io::Error::other)?;
         line.push(b'\n');
@@ -119,8 +122,20 @@ impl Remote {
         if !sys::SUPPORTED {
             return Err(self.not_owner());
         }
-        let line = self.line(op)?;
-        self.answer(sys::ask(&self.socket, &line, within, ANSWER_MAX).await)
+        // A connection the owner keeps open serves the next request without a connect (a
+        // wait holds its own: its closing is what cancels it at the owner).
+        let reuse = !matches!(op, ControlOp::Wait(_));
+        let line = self.line(op, reuse)?;
+        match sys::ask(&self.socket, &line, within, ANSWER_MAX, reuse).await {
+            Ok((line, conn)) => {
+                let (answer, open) = self.parse(&line);
+                if open {
+                    sys::keep(&self.socket, conn);
+                }
+                answer
+            }
+            Err(e) => Err(self.failed(e)),
+        }
     }
 
     /// [`Self::ask`], blocking the calling thread.
@@ -135,8 +150,11 @@ impl Remote {
         if !sys::SUPPORTED {
             return Err(self.not_owner());
         }
-        let line = self.line(op)?;
-        self.answer(sys::ask_blocking(&self.socket, &line, within, ANSWER_MAX))
+        let line = self.line(op, false)?;
+        match sys::ask_blocking(&self.socket, &line, within, ANSWER_MAX) {
+            Ok(line) => self.parse(&line).0,
+            Err(e) => Err(self.failed(e)),
+        }
     }
 
     fn not_owner(&self) -> Error {
@@ -146,31 +164,26 @@ impl Remote {
         }
     }
 
-    fn answer<T: DeserializeOwned>(&self, got: io::Result<Vec<u8>>) -> Result<T> {
-        let line = match got {
-            Ok(line) => line,
+    /// The error of a request that got no answer.
+    fn failed(&self, e: io::Error) -> Error {
+        match e.kind() {
             // Nobody serves control requests there (a manager that does not listen, or one that
             // has just ended): as before, only the owner controls the job.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
-                ) =>
-            {
+            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
                 forget(self.id);
                 // Its server is gone: its record reads `killed` (server stopped) now.
                 if !self.owner.is_alive() {
-                    return Err(Error::NotRunning {
+                    return Error::NotRunning {
                         id: self.id,
                         status: JobStatus::Killed,
-                    });
+                    };
                 }
-                return Err(self.not_owner());
+                self.not_owner()
             }
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(Error::Io(e)),
-            Err(e) => {
+            io::ErrorKind::PermissionDenied => Error::Io(e),
+            _ => {
                 forget(self.id);
-                return Err(Error::Io(io::Error::new(
+                Error::Io(io::Error::new(
                     e.kind(),
                     format!(
                         "job {} is run by another ptyjobs server (pid {}), which did not \
@@ -179,15 +192,28 @@ impl Remote {
                         self.server_pid,
                         self.socket.display()
                     ),
+                ))
+            }
+        }
+    }
+
+    /// The answer in `line`, and whether the owner keeps the connection open.
+    fn parse<T: DeserializeOwned>(&self, line: &[u8]) -> (Result<T>, bool) {
+        let reply: ControlReply<T> = match serde_json::from_slice(line) {
+            Ok(reply) => reply,
+            Err(e) => {
+                let e = Error::Io(io::Error::other(format!(
+                    "the answer of ptyjobs server pid {} is not valid: {e}",
+                    self.server_pid
                 )));
+                return (Err(e), false);
             }
         };
-        let reply: ControlReply<T> = serde_json::from_slice(&line).map_err(|e| {
-            Error::Io(io::Error::other(format!(
-                "the answer of ptyjobs server pid {} is not valid: {e}",
-                self.server_pid
-            )))
-        })?;
+        let open = reply.open;
+        (self.answer(reply), open)
+    }
+
+    fn answer<T>(&self, reply: ControlReply<T>) -> Result<T> {
         match reply {
             ControlReply {
                 ok: true,

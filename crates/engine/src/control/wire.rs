@@ -127,6 +127,10 @@ pub enum ControlOp {
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ControlReply<T> {
     pub(crate) ok: bool,
+    /// The server keeps the connection open for another request (the hello asked
+    /// `keep_open`; older servers never say so).
+    #[serde(default)]
+    pub(crate) open: bool,
     #[serde(default)]
     pub(crate) error: Option<String>,
     #[serde(default)]
@@ -140,11 +144,15 @@ fn none<T>() -> Option<T> {
 }
 
 /// The answer line of `done` (with its newline): the answer serialised once, in place.
-pub(crate) fn reply_line(done: crate::error::Result<Vec<u8>>) -> Vec<u8> {
+pub(crate) fn reply_line(done: crate::error::Result<Vec<u8>>, open: bool) -> Vec<u8> {
     let mut line = match done {
         Ok(answer) => {
-            let mut line = Vec::with_capacity(answer.len() + 24);
-            line.extend_from_slice(br#"{"ok":true,"answer":"#);
+            let mut line = Vec::with_capacity(answer.len() + 36);
+            line.extend_from_slice(br#"{"ok":true,"#);
+            if open {
+                line.extend_from_slice(br#""open":true,"#);
+            }
+            line.extend_from_slice(br#""answer":"#);
             line.extend_from_slice(&answer);
             line.push(b'}');
             line
@@ -153,11 +161,14 @@ pub(crate) fn reply_line(done: crate::error::Result<Vec<u8>>) -> Vec<u8> {
             #[derive(Serialize)]
             struct Failed {
                 ok: bool,
+                #[serde(skip_serializing_if = "std::ops::Not::not")]
+                open: bool,
                 error: String,
                 fault: super::ControlError,
             }
             let failed = Failed {
                 ok: false,
+                open,
                 error: e.to_string(),
                 fault: super::ControlError::from(&e),
             };
@@ -186,10 +197,13 @@ mod tests {
 
     #[test]
     fn an_answer_and_a_failure_read_back() {
-        let line = reply_line(Ok(b"[1,2]".to_vec()));
+        let line = reply_line(Ok(b"[1,2]".to_vec()), false);
         let r: ControlReply<Vec<u8>> = serde_json::from_slice(&line).unwrap();
         assert!(r.ok && r.answer == Some(vec![1, 2]));
-        let line = reply_line(Err(crate::error::Error::InvalidArgument("bad".into())));
+        let line = reply_line(
+            Err(crate::error::Error::InvalidArgument("bad".into())),
+            false,
+        );
         let r: ControlReply<Vec<u8>> = serde_json::from_slice(&line).unwrap();
         assert!(!r.ok && r.answer.is_none() && r.fault.is_some(), "{r:?}");
         let refused: ControlReply<u32> =

@@ -171,6 +171,7 @@ fn ask(mut stream: impl io::Read + Write, request: &AttachStart) -> Result<Start
         restart: None,
         start: Some(Box::new(request.clone())),
         control: None,
+        keep_open: false,
     };
     let mut line = serde_json::to_vec(&hello).map_err(io::Error::other)?;
     line.push(b'\n');

@@ -43,6 +43,7 @@ fn hello_for(id: &str) -> String {
         restart: None,
         start: None,
         control: None,
+        keep_open: false,
     };
     format!("{}\n", serde_json::to_string(&h).expect("json"))
 }
@@ -171,6 +172,7 @@ fn hello_v2(id: &str, cols: u16, rows: u16) -> String {
         restart: None,
         start: None,
         control: None,
+        keep_open: false,
     };
     format!("{}\n", serde_json::to_string(&h).expect("json"))
 }

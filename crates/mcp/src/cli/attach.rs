@@ -175,6 +175,7 @@ pub(crate) fn run(store: &Store, prefix: &str, cwd: Option<&Path>) -> CmdResult 
         restart: None,
         start: None,
         control: None,
+        keep_open: false,
     };
     let mut line = serde_json::to_vec(&hello).map_err(|e| Failure::msg(e.to_string()))?;
     line.push(b'\n');

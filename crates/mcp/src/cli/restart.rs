@@ -105,6 +105,7 @@ fn ask(sock: &mut UnixStream, id: JobId, change: &AttachRestart) -> Result<Attac
         restart: Some(change.clone()),
         start: None,
         control: None,
+        keep_open: false,
     };
     let mut line = serde_json::to_vec(&hello).map_err(|e| Failure::msg(e.to_string()))?;
     line.push(b'\n');

@@ -15,13 +15,20 @@ fn unsupported() -> io::Error {
     )
 }
 
+/// A connection to an owner (none here).
+pub(crate) struct Conn;
+
+/// Nothing to keep here.
+pub(crate) fn keep(_path: &Path, _conn: Conn) {}
+
 /// Always `Unsupported`.
 pub(crate) async fn ask(
     _path: &Path,
     _line: &[u8],
     _within: Duration,
     _max: u64,
-) -> io::Result<Vec<u8>> {
+    _reuse: bool,
+) -> io::Result<(Vec<u8>, Conn)> {
     Err(unsupported())
 }
 
