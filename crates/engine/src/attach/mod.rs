@@ -51,7 +51,8 @@ pub struct AttachHello {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<AttachRestart>,
     /// Instead of attaching, have the server do one thing to its job (version
-    /// [`ATTACH_CONTROL_VERSION`] only): the server answers one line and closes. How another
+    /// [`ATTACH_CONTROL_VERSION`] only): the server answers one line and closes (unless
+    /// `keep_open`). How another
     /// server (or a Node program, or the CLI) controls a job this server runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<crate::control::ControlOp>,
@@ -122,7 +123,9 @@ pub struct AttachReply {
 ///    `interact`, `keys`, `resize`, `kill`, `screen`, `wait`) asks the server to do one thing
 ///    to a job it runs, through its own paths (its input queue, its kill path, its terminal
 ///    model), e.g. `{"version":4,"job_id":"…","cols":0,"rows":0,"control":{"op":"kill",
-///    "signal":15}}`. It answers one line and closes: `{"ok":true,"answer":…}` (the method's
+///    "signal":15}}`. It answers one line and closes — or, when the hello says
+///    `"keep_open":true` and the request is not a `wait`, answers `"open":true` and reads the
+///    next control hello on the same connection (closed after 30 s idle): `{"ok":true,"answer":…}` (the method's
 ///    result as JSON: a number of bytes, a bool, an `Interaction`, a `KillReport`,
 ///    `[screen, status]`, a `WaitOutcome`) or `{"ok":false,"error":"…","fault":{"code":
 ///    "not_running",…}}` (the engine error's variant and data, rebuilt by the client as the

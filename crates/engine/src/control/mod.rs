@@ -1,8 +1,9 @@
 //! Control of a running job of another live ptyjobs server sharing the state directory (a
 //! second MCP client, a Node program, the keeper of kept jobs): the request goes to the job's
 //! own server over its attach socket, and that server does it through its own paths (its input
-//! queue, its kill path, its terminal model). One request, one answer line, then the connection
-//! closes. The server side is `crate::attach` (protocol on [`crate::AttachServer`]); this part
+//! queue, its kill path, its terminal model). One request, one answer line; the connection
+//! then closes, or (`keep_open`, answered `open`) carries the client's next request, so a run
+//! of calls pays one connect. The server side is `crate::attach` (protocol on [`crate::AttachServer`]); this part
 //! is the wire format and the client, below the verbs that use it.
 //!
 //! Safety is the attach socket's: the socket is found from the job's record, checked without
