@@ -73,9 +73,12 @@ pub(super) fn program(spec: &SandboxSpec) -> Result<BpfProgram, String> {
     // truncates without write access (its flags: argument 1 of `open`, 2 of the others).
     extra.push((libc::SYS_truncate, None));
     extra.push((libc::SYS_openat2, None));
-    let mut opens = vec![(libc::SYS_openat, 2), (libc::SYS_open_by_handle_at, 2)];
-    #[cfg(target_arch = "x86_64")]
-    opens.push((libc::SYS_open, 1));
+    let opens = [
+        (libc::SYS_openat, 2),
+        (libc::SYS_open_by_handle_at, 2),
+        #[cfg(target_arch = "x86_64")]
+        (libc::SYS_open, 1),
+    ];
     let trunc_mask = (libc::O_TRUNC | libc::O_ACCMODE) as u64;
     for (nr, arg) in opens {
         for mode in [libc::O_RDONLY as u64, 3] {
