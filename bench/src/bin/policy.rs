@@ -9,8 +9,9 @@
 //!   (start → exit: the sandbox's set-up included);
 //! - throughput: `MB` of lines from the `throughput` bench's producer through the PTY, start →
 //!   end, and the same read by a bare PTY reader (the physical limit);
-//! - the filter's cost on a syscall-heavy job: `find /usr > /dev/null`, start → end (`FINDS`
-//!   per round and server).
+//! - the sandbox's cost on a syscall-heavy job: `find /usr > /dev/null`, start → end (`FINDS`
+//!   per round and server), and on a build: `cc -O1 -c` of a generated file in the write root
+//!   (skipped without `cc`).
 //!
 //! Prints medians (p99), the differences and ratios, and the targets' verdicts.
 
@@ -130,6 +131,16 @@ fn main() {
     let find = json!({ "command": "find /usr > /dev/null 2>&1; true", "wait": true });
     let (a, b) = sample(&mut servers, finds, &find);
     let (find_a, find_b) = (Stats::of(&a), Stats::of(&b));
+    // A build: the C compiler on a generated file in the write root (skipped without `cc`).
+    let build = have_cc().then(|| {
+        let source: String = (0..1500)
+            .map(|i| format!("int f{i}(int x) {{ return x * {i} + (x >> 3) - {i} / (x | 1); }}\n"))
+            .collect();
+        std::fs::write(proj.join("big.c"), source).expect("big.c");
+        let cc = json!({ "command": "cc -O1 -c big.c -o big.o", "wait": true });
+        let (a, b) = sample(&mut servers, finds, &cc);
+        (Stats::of(&a), Stats::of(&b))
+    });
 
     println!("## Policy: the cost of the sandbox\n");
     println!(
@@ -151,6 +162,9 @@ fn main() {
         seq_b,
     );
     row("`find /usr > /dev/null`, start → end", find_a, find_b);
+    if let Some((a, b)) = build {
+        row("a build: `cc -O1 -c` of 1500 functions, start → end", a, b);
+    }
     println!(
         "| {mb} MB of lines, the bare PTY reader (this process, no server) | {} ({}) | | | |",
         fmt_d(bare_seq.median),
@@ -207,13 +221,32 @@ fn main() {
     println!(
         "{}",
         target_row(
-            "the filter's cost on a syscall-heavy job ≤ 5 %",
+            "the sandbox's cost on a syscall-heavy job (`find /usr`) ≤ 5 %",
             &format!("{:+.1} %", filter * 100.0),
             filter <= 0.05
         )
     );
+    if let Some((a, b)) = build {
+        let cost = b.median.as_secs_f64() / a.median.as_secs_f64() - 1.0;
+        println!(
+            "{}",
+            target_row(
+                "the sandbox's cost on a build (`cc`) ≤ 5 %",
+                &format!("{:+.1} %", cost * 100.0),
+                cost <= 0.05
+            )
+        );
+    }
     for s in servers {
         s.close(Duration::from_secs(5));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether a C compiler answers as `cc`.
+fn have_cc() -> bool {
+    Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
