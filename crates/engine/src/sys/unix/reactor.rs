@@ -99,15 +99,7 @@ fn reactor() -> Result<Arc<Reactor>> {
     let handle = Arc::clone(&r);
     std::thread::Builder::new()
         .name("ptyjobs-reactor".into())
-        .spawn(move || {
-            // Every job's output goes through this thread, and a PTY holds only a few KiB: the
-            // producer blocks as soon as they are not read. Woken by output, the reactor must
-            // run at once, not wait out the turn of whatever else holds its CPU (a parse worker,
-            // a job, the producer itself): measured on 2 cores, a 58 MB line through the engine
-            // at ~0.88 × the bare reader's rate without this, ~0.95 × with it (medians).
-            super::sched::prefer_prompt_wakeups();
-            Loop::new(poll, handle).run()
-        })
+        .spawn(move || Loop::new(poll, handle).run())
         .map_err(limit)?;
     *slot = Some(Arc::clone(&r));
     Ok(r)

@@ -31,8 +31,7 @@ struct SchedAttr {
 /// done, so on a two-core machine `execute_command` often answered a millisecond late. A short
 /// EEVDF slice (`sched_runtime` of a `SCHED_OTHER` thread, Linux ≥ 6.12; older kernels ignore
 /// it) lets the woken thread preempt. It asks for shorter turns, not more CPU: a thread that
-/// runs long gets no more than its fair share. The engine's I/O reactor asks it for itself: a
-/// PTY holds a few KiB, so a reader that waits for its CPU stalls the producer.
+/// runs long gets no more than its fair share.
 ///
 /// `SCHED_FLAG_RESET_ON_FORK` keeps it from spreading: every child and thread the calling thread
 /// creates starts with the default slice. That flag would also reset a negative nice or a
