@@ -278,7 +278,8 @@ fn age(path: &Path) {
         .expect("clock")
         .as_secs();
     let old = libc::timespec {
-        tv_sec: (now - 7200) as libc::time_t,
+        // `as _`: `time_t` is a deprecated alias on musl (it is changing to 64 bits there).
+        tv_sec: (now - 7200) as _,
         tv_nsec: 0,
     };
     let times = [old, old];
