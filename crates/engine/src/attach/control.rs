@@ -216,10 +216,13 @@ mod tests {
         false
     }
 
-    /// A forwarded wait holds the job's watchers only while its client is connected: the client
-    /// going away (its process dead, its future dropped) ends the wait at the owner.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_wait_ends_when_its_client_goes() {
+    /// A manager on a state directory of its own, serving its attach socket, running `sleep`.
+    fn serving_a_sleep() -> (
+        tempfile::TempDir,
+        JobManager,
+        crate::AttachServer,
+        crate::job::JobInfo,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let jobs = JobManager::new(EngineConfig {
             store: Some(StoreConfig::new(dir.path())),
@@ -233,6 +236,14 @@ mod tests {
                 ..JobSpec::default()
             })
             .unwrap();
+        (dir, jobs, server, info)
+    }
+
+    /// A forwarded wait holds the job's watchers only while its client is connected: the client
+    /// going away (its process dead, its future dropped) ends the wait at the owner.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wait_ends_when_its_client_goes() {
+        let (_dir, jobs, server, info) = serving_a_sleep();
         let job = lock(&jobs.inner.table).jobs.get(&info.id).cloned().unwrap();
         let watchers = || job.events.receiver_count();
         let before = watchers();
@@ -258,19 +269,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn requests_follow_one_another_on_a_connection_kept_open() {
         use tokio::io::{AsyncBufReadExt, BufReader};
-        let dir = tempfile::tempdir().unwrap();
-        let jobs = JobManager::new(EngineConfig {
-            store: Some(StoreConfig::new(dir.path())),
-            ..EngineConfig::default()
-        })
-        .unwrap();
-        let server = jobs.serve_attach().unwrap();
-        let info = jobs
-            .execute(JobSpec {
-                command: "sleep 100".into(),
-                ..JobSpec::default()
-            })
-            .unwrap();
+        let (_dir, jobs, server, info) = serving_a_sleep();
         let hello = |op: &str, keep: bool| {
             let keep = if keep { r#","keep_open":true"# } else { "" };
             format!(
