@@ -223,19 +223,19 @@ mod tests {
         crate::AttachServer,
         crate::job::JobInfo,
     ) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("tempdir");
         let jobs = JobManager::new(EngineConfig {
             store: Some(StoreConfig::new(dir.path())),
             ..EngineConfig::default()
         })
-        .unwrap();
-        let server = jobs.serve_attach().unwrap();
+        .expect("manager");
+        let server = jobs.serve_attach().expect("attach socket");
         let info = jobs
             .execute(JobSpec {
                 command: "sleep 100".into(),
                 ..JobSpec::default()
             })
-            .unwrap();
+            .expect("sleep");
         (dir, jobs, server, info)
     }
 
