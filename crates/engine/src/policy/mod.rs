@@ -192,6 +192,8 @@ impl Policy {
                 tmpdir.display()
             ))
         })?;
+        // Canonical, as every root of the policy is (the supervisor compares resolved paths).
+        let tmpdir = tmpdir.canonicalize().unwrap_or(tmpdir);
         let mut spec = with_shell(p.spec.clone(), shell);
         spec.write.push(tmpdir.clone());
         spec.tmpdir = Some(tmpdir);

@@ -1,167 +1,32 @@
-//! The supervisor's answers, one notification at a time (see `notify.rs`). Never waits on the
-//! job: every call here is a read of `/proc`, of the job's memory, or a nonblocking socket
-//! call; a job that ends mid-notification makes the ioctls fail with ENOENT, which is normal.
+//! The supervisor's answers to a job's Unix socket calls while its profile lists file-path
+//! Unix sockets on a kernel whose Landlock cannot tell them apart (see `notify.rs`; the
+//! notification machinery is `answer.rs`):
 //!
-//! - **A refusal** (any notified call but the ones below): counted with the process's command
-//!   and answered EPERM.
-//! - **`truncate`**, **`openat2`**: see `truncate.rs`.
-//! - **`socket(AF_UNIX, ...)`** while sockets are listed: a stream or seqpacket socket is made
-//!   by the supervisor, bound to an automatic abstract name and set listening, and handed to
-//!   the job (`SECCOMP_IOCTL_NOTIF_ADDFD` with `SEND`: the fd number is `socket`'s result). A
+//! - **`socket(AF_UNIX, ...)`**: a stream or seqpacket socket is made by the supervisor, bound
+//!   to an automatic abstract name and set listening, and handed to the job
+//!   (`SECCOMP_IOCTL_NOTIF_ADDFD` with `SEND`: the fd number is `socket`'s result). A
 //!   listening socket cannot connect, so the only way a job's Unix socket gets connected to a
 //!   path is the supervisor's, below; the job cannot swap one in behind a `connect` let
 //!   through for another socket. Datagram sockets (they could `sendto` any path) are refused.
-//! - **`connect`** while sockets are listed: the supervisor takes a copy of the job's socket
-//!   (`pidfd_getfd`). Not a Unix socket: the kernel continues the call (Landlock governs TCP;
-//!   the socket's family is fixed, so the address read again cannot make it a Unix connect).
-//!   A Unix socket: the address is read once from the job's memory, the notification checked
-//!   still valid, a path resolved (relative to `/proc/<pid>/cwd`) and canonicalized; a listed
-//!   one is connected by the supervisor to the policy's own copy of the path (opened with
-//!   `RESOLVE_NO_SYMLINKS`, connected through `/proc/self/fd`), and the connected socket is
-//!   installed over the job's fd number with its flags (`O_NONBLOCK`, `FD_CLOEXEC`), then
-//!   `connect` answered 0. An unlisted path or an abstract name is refused (EPERM, counted).
+//! - **`connect`**: the supervisor takes a copy of the job's socket (`pidfd_getfd`). Not a Unix
+//!   socket: the kernel continues the call (Landlock governs TCP; the socket's family is fixed,
+//!   so the address read again cannot make it a Unix connect). A Unix socket: the address is
+//!   read once from the job's memory, the notification checked still valid, a path resolved
+//!   (relative to `/proc/<pid>/cwd`) and canonicalized; a listed one is connected by the
+//!   supervisor to the policy's own copy of the path (opened with `RESOLVE_NO_SYMLINKS`,
+//!   connected through `/proc/self/fd`), and the connected socket is installed over the job's
+//!   fd number with its flags (`O_NONBLOCK`, `FD_CLOEXEC`), then `connect` answered 0. An
+//!   unlisted path or an abstract name is refused (EPERM, counted).
 
 use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::answer::{Answer, Call, errno};
 use super::refusal::describe;
 use super::supervisor::JobCtx;
 use crate::sys::sandbox::RefusalKind;
-
-/// How a notification is answered.
-pub(super) enum Answer {
-    Errno(i32),
-    Value(i64),
-    Continue,
-    /// Already answered (ADDFD with SEND), or the call is gone (the process ended or was
-    /// killed): nothing to send.
-    Done,
-}
-
-pub(super) fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EPERM)
-}
-
-fn io_errno(e: &std::io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EPERM)
-}
-
-/// Receives one notification from `listener` and answers it.
-pub(super) fn answer_one(listener: RawFd, job: &JobCtx) {
-    // SAFETY: seccomp_notif is plain data; the kernel requires it zeroed.
-    let mut n: libc::seccomp_notif = unsafe { std::mem::zeroed() };
-    // SAFETY: NOTIF_RECV writes one seccomp_notif into `n`.
-    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut n) } != 0 {
-        return; // ENOENT: the caller went away before we read it.
-    }
-    let nr = i64::from(n.data.nr) & !super::notify::X32;
-    let args = n.data.args;
-    let supervised = !job.listed.is_empty();
-    let call = Call { listener, n: &n };
-    let answer = if supervised && nr == libc::SYS_socket && args[0] as i32 == libc::AF_UNIX {
-        unix_socket(&call, job)
-    } else if supervised && nr == libc::SYS_connect {
-        connect(&call, job)
-    } else if nr == libc::SYS_truncate {
-        super::truncate::truncate(&call, job)
-    } else if nr == libc::SYS_openat2 {
-        // Its flags cannot be checked (see `truncate.rs`): as on a kernel without it.
-        match call.refuse(job, "openat2".into(), RefusalKind::Openat2) {
-            Answer::Errno(_) => Answer::Errno(libc::ENOSYS),
-            other => other,
-        }
-    } else {
-        let (syscall, kind) = describe(nr, &args, supervised);
-        call.refuse(job, syscall, kind)
-    };
-    let mut resp = libc::seccomp_notif_resp {
-        id: n.id,
-        val: 0,
-        error: 0,
-        flags: 0,
-    };
-    match answer {
-        Answer::Done => return,
-        Answer::Errno(e) => resp.error = -e,
-        Answer::Value(v) => resp.val = v,
-        Answer::Continue => resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-    }
-    // SAFETY: NOTIF_SEND reads one seccomp_notif_resp. ENOENT (the caller is gone) is normal.
-    unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
-}
-
-/// One notification being answered.
-pub(super) struct Call<'a> {
-    listener: RawFd,
-    pub(super) n: &'a libc::seccomp_notif,
-}
-
-impl Call<'_> {
-    /// Whether the notification is still pending: what was read of its process (its memory,
-    /// its comm, a pidfd) was read from the caller, not from a process that reused its pid.
-    pub(super) fn valid(&self) -> bool {
-        let mut id = self.n.id;
-        // SAFETY: NOTIF_ID_VALID reads one u64.
-        unsafe { libc::ioctl(self.listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) == 0 }
-    }
-
-    fn command(&self) -> String {
-        std::fs::read_to_string(format!("/proc/{}/comm", self.n.pid))
-            .map(|c| c.trim_end().to_owned())
-            .unwrap_or_else(|_| "?".into())
-    }
-
-    /// Counts the refusal (when the caller is still there) and answers EPERM.
-    pub(super) fn refuse(&self, job: &JobCtx, syscall: String, kind: RefusalKind) -> Answer {
-        let command = self.command();
-        if !self.valid() {
-            return Answer::Done;
-        }
-        job.count(syscall, kind, command);
-        Answer::Errno(libc::EPERM)
-    }
-
-    /// A pidfd of the caller, checked to be the caller's.
-    fn pidfd(&self) -> Result<OwnedFd, Answer> {
-        // SAFETY: pidfd_open returns a new fd, owned at once.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.n.pid as libc::pid_t, 0) };
-        if fd < 0 {
-            return Err(Answer::Done);
-        }
-        // SAFETY: just opened, ours.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-        if !self.valid() {
-            return Err(Answer::Done);
-        }
-        Ok(fd)
-    }
-
-    /// Installs `fd` in the caller: at `at` (replacing what is there) or, with `send`, at the
-    /// lowest free number, answering the call with that number.
-    fn add_fd(&self, fd: &OwnedFd, at: Option<RawFd>, cloexec: bool) -> Result<i64, i32> {
-        let mut add = libc::seccomp_notif_addfd {
-            id: self.n.id,
-            flags: match at {
-                Some(_) => libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
-                None => libc::SECCOMP_ADDFD_FLAG_SEND as u32,
-            },
-            srcfd: fd.as_raw_fd() as u32,
-            newfd: at.unwrap_or(0) as u32,
-            newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
-        };
-        // SAFETY: NOTIF_ADDFD reads one seccomp_notif_addfd.
-        let r = unsafe { libc::ioctl(self.listener, libc::SECCOMP_IOCTL_NOTIF_ADDFD, &mut add) };
-        if r < 0 {
-            Err(errno())
-        } else {
-            Ok(i64::from(r))
-        }
-    }
-}
 
 fn sockopt(fd: &OwnedFd, opt: libc::c_int) -> Result<libc::c_int, i32> {
     let mut v: libc::c_int = 0;
@@ -191,7 +56,7 @@ fn new_socket(ty: libc::c_int) -> Result<OwnedFd, i32> {
 
 /// `socket(AF_UNIX, type)` under listed sockets: a listening stream or seqpacket socket of
 /// ours (see the module doc); a datagram socket is refused.
-fn unix_socket(call: &Call<'_>, job: &JobCtx) -> Answer {
+pub(super) fn unix_socket(call: &Call<'_>, job: &JobCtx) -> Answer {
     let arg = call.n.data.args[1] as libc::c_int;
     let ty = arg & 0xf;
     if ty != libc::SOCK_STREAM && ty != libc::SOCK_SEQPACKET {
@@ -225,7 +90,7 @@ fn unix_socket(call: &Call<'_>, job: &JobCtx) -> Answer {
 }
 
 /// `connect` under listed sockets (see the module doc).
-fn connect(call: &Call<'_>, job: &JobCtx) -> Answer {
+pub(super) fn connect(call: &Call<'_>, job: &JobCtx) -> Answer {
     let args = call.n.data.args;
     let (fd, addr, len) = (args[0] as RawFd, args[1], args[2] as u32 as usize);
     let pidfd = match call.pidfd() {
@@ -253,21 +118,11 @@ fn connect(call: &Call<'_>, job: &JobCtx) -> Answer {
         return Answer::Errno(libc::EINVAL);
     }
     let mut buf = vec![0u8; len];
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: len,
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: len,
-    };
-    // SAFETY: process_vm_readv writes at most `len` bytes into `buf`.
-    let got =
-        unsafe { libc::process_vm_readv(call.n.pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    let got = call.read_memory(addr, &mut buf);
     if !call.valid() {
         return Answer::Done;
     }
-    if got != len as isize {
+    if got != Ok(len) {
         return Answer::Errno(libc::EFAULT);
     }
     if u16::from_ne_bytes([buf[0], buf[1]]) != libc::AF_UNIX as u16 {
@@ -295,7 +150,7 @@ fn connect(call: &Call<'_>, job: &JobCtx) -> Answer {
     };
     let canonical = match path.canonicalize() {
         Ok(c) => c,
-        Err(e) => return Answer::Errno(io_errno(&e)),
+        Err(e) => return Answer::Errno(e.raw_os_error().unwrap_or(libc::EPERM)),
     };
     let Some(listed) = job.listed.iter().find(|l| **l == canonical) else {
         return call.refuse(

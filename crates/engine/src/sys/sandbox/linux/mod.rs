@@ -4,6 +4,7 @@
 //! (`sys/unix/spawn_sandboxed.rs`), or applied in-process by the trampoline (`ptyjobs sandbox`)
 //! and the canary.
 
+mod answer;
 mod canary;
 mod connect;
 mod filter;

@@ -20,7 +20,7 @@ pub(super) struct JobCtx {
     /// The file-path Unix sockets it may connect to (canonical), when connected on its behalf.
     pub(super) listed: Vec<PathBuf>,
     /// Where it may truncate a file by path (`truncate.rs`): its write roots and the devices
-    /// every job may write, canonical.
+    /// every job may write (canonical paths: the check compares resolved ones).
     pub(super) writable: Vec<PathBuf>,
     refusals: Mutex<Vec<Refusal>>,
 }
@@ -201,7 +201,7 @@ impl Supervisor {
                         }
                     }
                 } else if p.revents & libc::POLLIN != 0 {
-                    super::connect::answer_one(fd, &e.job);
+                    super::answer::answer_one(fd, &e.job);
                 } else {
                     // POLLHUP: every process under the filter has ended.
                     self.entries().retain(|x| !Arc::ptr_eq(x, e));
@@ -229,16 +229,12 @@ pub(super) fn register(handoff: OwnedFd, spec: &SandboxSpec) -> Option<Handle> {
             } else {
                 Vec::new()
             },
+            // The policy's roots and the job's TMPDIR are canonical already (`policy/`).
             writable: spec
                 .write
                 .iter()
-                .map(PathBuf::as_path)
-                .chain(
-                    super::landlock::ALWAYS_WRITABLE
-                        .iter()
-                        .map(std::path::Path::new),
-                )
-                .map(|p| p.canonicalize().unwrap_or_else(|_| p.to_path_buf()))
+                .cloned()
+                .chain(super::landlock::ALWAYS_WRITABLE.iter().map(PathBuf::from))
                 .collect(),
             refusals: Mutex::new(Vec::new()),
         }),

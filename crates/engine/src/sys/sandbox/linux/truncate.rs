@@ -25,7 +25,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::connect::{Answer, Call};
+use super::answer::{Answer, Call, errno};
 use super::supervisor::JobCtx;
 use crate::sys::sandbox::RefusalKind;
 
@@ -35,7 +35,7 @@ const PATH_MAX: usize = 4096;
 /// `truncate(path, length)` on the job's behalf (see the module doc).
 pub(super) fn truncate(call: &Call<'_>, job: &JobCtx) -> Answer {
     let args = call.n.data.args;
-    let path = match read_c_string(call.n.pid, args[0]) {
+    let path = match read_c_string(call, args[0]) {
         Ok(p) => p,
         Err(e) => return Answer::Errno(e),
     };
@@ -58,7 +58,7 @@ pub(super) fn truncate(call: &Call<'_>, job: &JobCtx) -> Answer {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat on our own descriptor.
     if unsafe { libc::fstat(file.as_raw_fd(), &mut st) } != 0 {
-        return Answer::Errno(super::connect::errno());
+        return Answer::Errno(errno());
     }
     match st.st_mode & libc::S_IFMT {
         libc::S_IFREG => {}
@@ -67,14 +67,13 @@ pub(super) fn truncate(call: &Call<'_>, job: &JobCtx) -> Answer {
     }
     if !job.writable.iter().any(|root| real.starts_with(root)) {
         let shown = real.display().to_string();
-        return match call.refuse(
+        // EACCES, as Landlock answers a write outside the roots.
+        return call.refuse_with(
             job,
             format!("truncate({shown:?})"),
             RefusalKind::TruncatePath(shown),
-        ) {
-            Answer::Errno(_) => Answer::Errno(libc::EACCES),
-            other => other,
-        };
+            libc::EACCES,
+        );
     }
     match reopen_and_truncate(&file, args[1] as i64) {
         Ok(()) => Answer::Value(0),
@@ -82,28 +81,16 @@ pub(super) fn truncate(call: &Call<'_>, job: &JobCtx) -> Answer {
     }
 }
 
-/// Reads the NUL-terminated string at `addr` in `pid`'s memory, a page at a time (a string
-/// may end just before an unmapped page).
-fn read_c_string(pid: u32, addr: u64) -> Result<PathBuf, i32> {
+/// Reads the NUL-terminated string at `addr` in the caller's memory, a page at a time (a
+/// string may end just before an unmapped page).
+fn read_c_string(call: &Call<'_>, addr: u64) -> Result<PathBuf, i32> {
     let mut out = Vec::new();
     let mut at = addr;
     while out.len() < PATH_MAX {
         let room = 4096 - (at % 4096) as usize;
         let mut buf = vec![0u8; room.min(PATH_MAX - out.len())];
-        let local = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let remote = libc::iovec {
-            iov_base: at as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        // SAFETY: process_vm_readv writes at most `buf.len()` bytes into `buf`.
-        let got = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-        if got <= 0 {
-            return Err(libc::EFAULT);
-        }
-        let got = &buf[..got as usize];
+        let got = call.read_memory(at, &mut buf)?;
+        let got = &buf[..got];
         if let Some(end) = got.iter().position(|&b| b == 0) {
             out.extend_from_slice(&got[..end]);
             if out.is_empty() {
@@ -140,7 +127,7 @@ fn open_as_job(pid: u32, path: &Path) -> Result<OwnedFd, i32> {
     // SAFETY: open reads the path and returns a new descriptor, owned at once.
     let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
     if fd < 0 {
-        return Err(super::connect::errno());
+        return Err(errno());
     }
     // SAFETY: just opened, ours.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
@@ -158,13 +145,13 @@ fn reopen_and_truncate(file: &OwnedFd, length: i64) -> Result<(), i32> {
         )
     };
     if fd < 0 {
-        return Err(super::connect::errno());
+        return Err(errno());
     }
     // SAFETY: just opened, ours.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: ftruncate on our own descriptor.
     if unsafe { libc::ftruncate(fd.as_raw_fd(), length) } != 0 {
-        return Err(super::connect::errno());
+        return Err(errno());
     }
     Ok(())
 }
