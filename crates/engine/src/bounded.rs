@@ -8,7 +8,7 @@ use regex::Regex;
 use crate::control::{ControlOp, SLACK, unreachable};
 use crate::error::{Error, Result};
 use crate::job::JobId;
-use crate::manager::{Controlled, JobManager};
+use crate::manager::JobManager;
 use crate::output::OutputSlice;
 use crate::search::SearchResult;
 use crate::sync::lock;
@@ -90,8 +90,9 @@ impl JobManager {
         self.blocking(move || Ok(me.list())).await
     }
 
-    /// [`Self::screen_status`]: another live server's job asked on this task (a socket round
-    /// trip: no blocking-pool hop on top of it), the rest on the blocking pool.
+    /// [`Self::screen_status`]: another live server's job already known is asked on this task
+    /// (a socket round trip: no blocking-pool hop on top of it); the rest — finding an owner
+    /// from a record, this manager's own jobs, stored ones — on the blocking pool.
     ///
     /// # Errors
     /// As [`Self::screen_status`].
@@ -99,14 +100,14 @@ impl JobManager {
         &self,
         id: JobId,
     ) -> Result<(crate::terminal::ScreenSnapshot, crate::job::JobStatus)> {
-        if let Ok(Controlled::Remote(remote)) = self.inner.controlled(id) {
+        if let Some(remote) = self.inner.known_remote(id) {
             match remote.ask(&ControlOp::Screen, SLACK).await {
                 Err(e) if unreachable(&e) => {}
                 live => return live,
             }
         }
         let me = self.clone();
-        self.blocking(move || me.held_screen_status(id)).await
+        self.blocking(move || me.screen_status(id)).await
     }
 
     /// [`Self::screen`] on the blocking pool.

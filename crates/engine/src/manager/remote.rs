@@ -54,6 +54,17 @@ impl Inner {
         }
     }
 
+    /// Another server's running job found before under a record unchanged since (one `stat`
+    /// of it, no read): what an async task may ask about without the blocking pool. `None`
+    /// for this manager's jobs and for anything not known so (then [`Self::controlled`]).
+    pub(crate) fn known_remote(&self, id: JobId) -> Option<Remote> {
+        if lock(&self.table).jobs.contains_key(&id) {
+            return None;
+        }
+        let stamp = self.store.as_deref()?.record_stamp(id)?;
+        control::known(id, stamp)
+    }
+
     /// [`Self::controlled`] for a verb that types into the job. Under a policy only this
     /// manager's own jobs take input: another server's job runs outside the policy (or under
     /// another), and typing into its shell would be a way around it.
