@@ -60,6 +60,10 @@ pub(crate) const LANE_CAP: usize = 1 << 20;
 /// 109 in 256 KiB).
 const FEED_PIECE: usize = 256 * 1024;
 
+/// A batch's buffer up to this size is given back to the reader for its next reads (see
+/// [`Lane::push_held`]); a larger one (grown while the lane was full) is let go.
+const KEEP_BUFFER: usize = 512 * 1024;
+
 /// Where a job's output goes: runs on a parse worker, in order, one call at a time.
 pub(crate) trait Sink: Send + Sync + 'static {
     /// Bytes read from the terminal, in order.
@@ -108,6 +112,8 @@ pub(crate) struct Lane {
 #[derive(Default)]
 struct Queued {
     bytes: Vec<u8>,
+    /// The buffer of the last batch parsed, emptied, for the reader (see [`Lane::push_held`]).
+    spare: Vec<u8>,
     idle: bool,
     quiet: Option<Duration>,
     exit: Option<ExitInfo>,
@@ -160,10 +166,36 @@ impl Lane {
 
     /// Queues bytes read from the terminal. Returns false when the lane is full: the reader
     /// must stop reading until [`Notice::Resume`].
+    #[cfg(any(windows, test))]
     pub(crate) fn push(self: &Arc<Self>, bytes: &[u8]) -> bool {
         let mut room = true;
         self.update(|q| {
             q.bytes.extend_from_slice(bytes);
+            if q.bytes.len() >= LANE_CAP {
+                q.full = true;
+                room = false;
+            }
+        });
+        room
+    }
+
+    /// [`Self::push`] of a reader's buffer, without copying it when the lane holds nothing (the
+    /// usual case: the workers keep up): the lane takes the buffer and `held` gets, empty, the
+    /// one a worker last finished with, so a streaming job is read into the same two buffers
+    /// over and over — no copy and no allocation per batch (a fresh buffer of this size is an
+    /// `mmap` and its page faults under musl's allocator). `held` is empty afterwards.
+    pub(crate) fn push_held(self: &Arc<Self>, held: &mut Vec<u8>) -> bool {
+        let mut room = true;
+        self.update(|q| {
+            if q.bytes.is_empty() {
+                std::mem::swap(&mut q.bytes, held);
+                if held.capacity() == 0 {
+                    std::mem::swap(&mut q.spare, held);
+                }
+            } else {
+                q.bytes.extend_from_slice(held);
+                held.clear();
+            }
             if q.bytes.len() >= LANE_CAP {
                 q.full = true;
                 room = false;
@@ -231,6 +263,8 @@ impl Lane {
         for piece in bytes.chunks(FEED_PIECE) {
             self.sink.data(piece);
         }
+        let mut bytes = bytes;
+        bytes.clear();
         if idle {
             self.sink.idle();
         }
@@ -245,6 +279,12 @@ impl Lane {
             q.bytes = Vec::new();
         }
         let mut q = lock(&self.state);
+        // The buffer goes back to the reader while output streams; a job gone idle keeps none.
+        if idle || q.done {
+            q.spare = Vec::new();
+        } else if bytes.capacity() <= KEEP_BUFFER && bytes.capacity() > q.spare.capacity() {
+            q.spare = bytes;
+        }
         let more = q.has_work();
         q.scheduled = more;
         more
@@ -401,6 +441,55 @@ mod tests {
         assert_eq!(rec.exits.load(Ordering::SeqCst), 1);
         assert_eq!(*lock(&rec.seen), expected);
         assert_eq!(*lock(&rec.exit_after), Some(expected.len()));
+    }
+
+    #[test]
+    fn a_readers_buffer_is_taken_without_a_copy_and_given_back_until_output_idles() {
+        start_workers().expect("workers");
+        let rec = Arc::new(Record::default());
+        let lane = Lane::new(Shared(rec.clone()));
+        lane.open();
+        let settled = || {
+            let q = lock(&lane.state);
+            !q.scheduled && q.bytes.is_empty()
+        };
+        let mut held = Vec::with_capacity(4096);
+        held.extend_from_slice(b"first ");
+        let first = held.as_ptr();
+        assert!(lane.push_held(&mut held));
+        assert!(held.is_empty());
+        wait_for(|| lock(&rec.seen).len() == 6 && settled());
+        // The next push hands over a new buffer and gets the first one back, emptied.
+        held = Vec::with_capacity(4096);
+        held.extend_from_slice(b"second");
+        assert!(lane.push_held(&mut held));
+        assert_eq!(held.as_ptr(), first, "the parsed batch's buffer came back");
+        assert!(held.is_empty() && held.capacity() >= 4096);
+        wait_for(|| lock(&rec.seen).len() == 12 && settled());
+        assert_eq!(*lock(&rec.seen), b"first second");
+        assert!(
+            lock(&lane.state).spare.capacity() > 0,
+            "kept while output streams"
+        );
+        // Output paused: the lane lets its buffer go.
+        lane.idle();
+        wait_for(|| {
+            let q = lock(&lane.state);
+            !q.scheduled && !q.idle
+        });
+        assert_eq!(
+            lock(&lane.state).spare.capacity(),
+            0,
+            "an idle job keeps no buffer"
+        );
+        // While a batch waits, a push appends to it (a copy) and leaves the reader's buffer.
+        let gate = Lane::new(Shared(Arc::new(Record::default())));
+        let mut a = b"a".to_vec();
+        let mut b = Vec::with_capacity(64);
+        b.extend_from_slice(b"b");
+        assert!(gate.push_held(&mut a) && gate.push_held(&mut b));
+        assert!(b.is_empty() && b.capacity() >= 64);
+        assert_eq!(lock(&gate.state).bytes, b"ab");
     }
 
     #[test]

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use rustix::buffer::spare_capacity;
 use rustix::io::Errno;
 
 use super::pty::{exited, pidfd_open, reap};
@@ -43,7 +44,7 @@ use crate::sys::Leader;
 
 /// Without a pidfd, how often a running child is looked at.
 const EXIT_POLL: Duration = Duration::from_millis(50);
-/// One read of the master (a PTY read returns at most a few KiB whatever the size).
+/// Room for one read of the master (a PTY read returns at most a few KiB whatever the size).
 const READ_BUF: usize = 64 * 1024;
 /// At most this much is read from one master per round before the others get their turn.
 const ROUND_BUDGET: usize = 256 * 1024;
@@ -228,7 +229,6 @@ struct Loop {
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Entries whose master had more to read when their round's budget ran out.
     again: Vec<usize>,
-    buf: Vec<u8>,
 }
 
 impl Loop {
@@ -239,7 +239,6 @@ impl Loop {
             entries: HashMap::new(),
             timers: BinaryHeap::new(),
             again: Vec::new(),
-            buf: vec![0; READ_BUF],
         }
     }
 
@@ -362,7 +361,7 @@ impl Loop {
             }
         }
         if e.paused_at.is_none() && e.master.is_some() {
-            let more = read_round(e, &mut self.buf, &self.reactor.registry);
+            let more = read_round(e, &self.reactor.registry);
             if more {
                 self.again.push(key);
             }
@@ -396,6 +395,9 @@ impl Loop {
             {
                 e.last_data = None;
                 e.lane.idle();
+                if e.held.is_empty() {
+                    e.held = Vec::new(); // an idle job keeps no read buffer
+                }
             }
             if let Some(at) = e.quiet_due
                 && at <= now
@@ -414,7 +416,7 @@ impl Loop {
         if let (true, Some(exit)) = (eof, e.exit) {
             if !e.held.is_empty() {
                 // Held by back-pressure: the lane takes it (it holds at most twice its cap).
-                e.lane.push(&std::mem::take(&mut e.held));
+                e.lane.push_held(&mut e.held);
             }
             reap(&e.leader);
             e.lane.exit(exit);
@@ -448,7 +450,11 @@ impl Loop {
 /// lane gets them: the terminal pays about a screenful of emulation per piece it is fed, so
 /// large pieces are what lets the parse keep up with the PTY. Small output (a prompt, an echo)
 /// goes on at once.
-fn read_round(e: &mut Entry, buf: &mut [u8], registry: &Registry) -> bool {
+///
+/// Reads go straight into the held buffer, which the lane takes without a copy (see
+/// [`Lane::push_held`]): a first read gets [`READ_BUF`] of room, a stream room for a whole
+/// [`HOLD`] at once (so the buffer grows once, and is reused after).
+fn read_round(e: &mut Entry, registry: &Registry) -> bool {
     let Some(master) = e.master.clone() else {
         return false;
     };
@@ -461,13 +467,20 @@ fn read_round(e: &mut Entry, buf: &mut [u8], registry: &Registry) -> bool {
             more = true;
             break;
         }
-        match rustix::io::read(&*master, &mut *buf) {
+        if e.held.capacity() - e.held.len() < READ_BUF {
+            let room = if e.held.is_empty() {
+                READ_BUF
+            } else {
+                HOLD + READ_BUF
+            };
+            e.held.reserve_exact(room);
+        }
+        match rustix::io::read(&*master, spare_capacity(&mut e.held)) {
             Ok(0) => {
                 eof = true;
                 break;
             }
             Ok(n) => {
-                e.held.extend_from_slice(&buf[..n]);
                 total += n;
                 last = n;
                 if e.held.len() >= HOLD && !flush(e) {
@@ -512,11 +525,9 @@ fn flush(e: &mut Entry) -> bool {
     if e.held.is_empty() {
         return true;
     }
-    let room = e.lane.push(&e.held);
-    if e.held.capacity() > 2 * HOLD {
+    let room = e.lane.push_held(&mut e.held);
+    if e.held.capacity() > 2 * (HOLD + READ_BUF) {
         e.held = Vec::new();
-    } else {
-        e.held.clear();
     }
     if !room {
         e.paused_at = Some(Instant::now());
