@@ -229,6 +229,8 @@ struct Loop {
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Entries whose master had more to read when their round's budget ran out.
     again: Vec<usize>,
+    /// Where a job without a read buffer reads (see [`read_round`]).
+    scratch: Vec<u8>,
 }
 
 impl Loop {
@@ -239,6 +241,7 @@ impl Loop {
             entries: HashMap::new(),
             timers: BinaryHeap::new(),
             again: Vec::new(),
+            scratch: vec![0; READ_BUF],
         }
     }
 
@@ -361,7 +364,7 @@ impl Loop {
             }
         }
         if e.paused_at.is_none() && e.master.is_some() {
-            let more = read_round(e, &self.reactor.registry);
+            let more = read_round(e, &mut self.scratch, &self.reactor.registry);
             if more {
                 self.again.push(key);
             }
@@ -452,9 +455,9 @@ impl Loop {
 /// goes on at once.
 ///
 /// Reads go straight into the held buffer, which the lane takes without a copy (see
-/// [`Lane::push_held`]): a first read gets [`READ_BUF`] of room, a stream room for a whole
-/// [`HOLD`] at once (so the buffer grows once, and is reused after).
-fn read_round(e: &mut Entry, registry: &Registry) -> bool {
+/// [`Lane::push_held`]); a buffer that must grow gets room for a whole [`HOLD`] at once (so it
+/// grows once, and is reused after).
+fn read_round(e: &mut Entry, scratch: &mut [u8], registry: &Registry) -> bool {
     let Some(master) = e.master.clone() else {
         return false;
     };
@@ -467,15 +470,20 @@ fn read_round(e: &mut Entry, registry: &Registry) -> bool {
             more = true;
             break;
         }
-        if e.held.capacity() - e.held.len() < READ_BUF {
-            let room = if e.held.is_empty() {
-                READ_BUF
-            } else {
-                HOLD + READ_BUF
-            };
-            e.held.reserve_exact(room);
-        }
-        match rustix::io::read(&*master, spare_capacity(&mut e.held)) {
+        let got = if e.held.capacity() == 0 {
+            // No buffer yet: a job with nothing to say must not hold one (a thousand idle
+            // jobs), so this read goes to the reactor's own and is copied (a stream gets the
+            // lane's spare buffer at its first hand-over and reads into it from then on).
+            rustix::io::read(&*master, &mut *scratch).inspect(|&n| {
+                e.held.extend_from_slice(&scratch[..n]);
+            })
+        } else {
+            if e.held.capacity() - e.held.len() < READ_BUF {
+                e.held.reserve_exact(HOLD + READ_BUF);
+            }
+            rustix::io::read(&*master, spare_capacity(&mut e.held))
+        };
+        match got {
             Ok(0) => {
                 eof = true;
                 break;
