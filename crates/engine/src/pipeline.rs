@@ -184,6 +184,7 @@ impl Lane {
     /// one a worker last finished with, so a streaming job is read into the same two buffers
     /// over and over — no copy and no allocation per batch (a fresh buffer of this size is an
     /// `mmap` and its page faults under musl's allocator). `held` is empty afterwards.
+    #[cfg(any(unix, test))]
     pub(crate) fn push_held(self: &Arc<Self>, held: &mut Vec<u8>) -> bool {
         let mut room = true;
         self.update(|q| {
