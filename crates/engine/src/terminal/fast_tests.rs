@@ -158,3 +158,48 @@ fn a_run_of_short_lines_is_not_drawn_until_something_needs_the_screen() {
     );
     assert_same(&fast, &slow, "after the query");
 }
+
+#[test]
+fn queries_and_repeats_after_what_the_line_model_took_match_the_emulator() {
+    // A chunk the line model takes whole, then one starting with a query (the cursor's place
+    // and attributes are read from the emulator), a repeat of the last character or a clear.
+    let after = [
+        "\x1b[6n",
+        "\x1b[3b\r\n",
+        "\x1b[2J",
+        "\x1b[?1049h\x1b[?1049l",
+        "\x1b[c",
+        "\x1b]0;title\x07",
+        "\t\r\n",
+    ];
+    for seed in 1..=200u64 {
+        let mut r = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let (mut fast, mut slow) = terminals();
+        let (mut fast_replies, mut slow_replies) = (Vec::new(), Vec::new());
+        let mut fed = String::new();
+        for _ in 0..r.below(12) + 1 {
+            let text = match r.below(4) {
+                0 => format!("\x1b[3{}m{}\x1b[0m {}", r.below(8), r.text(8), r.text(6)),
+                1 => format!("{}\r\n\x1b[1m{}", r.text(12), r.text(4)),
+                2 => (0..r.below(12))
+                    .map(|i| format!("\x1b[32mok\x1b[0m {i}\r\n"))
+                    .collect(),
+                _ => piece(&mut r),
+            };
+            let next = after[r.below(after.len() as u64) as usize];
+            for chunk in [text.as_str(), next] {
+                fast.feed(chunk.as_bytes());
+                slow.feed(chunk.as_bytes());
+                fast_replies.extend(fast.take_replies());
+                slow_replies.extend(slow.take_replies());
+            }
+            fed.push_str(&text);
+            fed.push_str(next);
+        }
+        assert_eq!(
+            fast_replies, slow_replies,
+            "replies differ: seed {seed}: {fed:?}"
+        );
+        assert_same(&fast, &slow, &format!("seed {seed}: {fed:?}"));
+    }
+}
