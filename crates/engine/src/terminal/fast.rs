@@ -201,10 +201,18 @@ impl Terminal {
         }
         let finished = Finished::new(&flat, &ends);
         let line = |i: usize| finished.row(i);
+        // Fewer lines than a screenful would each be drawn, and scroll rows off through the
+        // emulator: the screen is taken over instead when it can be.
+        if !ends.is_empty() && ends.len() < rows && self.adopt_lines(ends.len()) {
+            debug_assert!(self.lines_deferred());
+        }
         if let Some(Deferred::Lines(shown)) = self.deferred.as_mut() {
             // The run goes on below a deferred screen: every finished row (the model's own
             // first) enters it at the bottom, and the emulator is not touched.
             shown.scroll_in(&finished, self.parser.callbacks_mut());
+            if let Some(held) = self.adopt.held.as_mut() {
+                *held += finished.len();
+            }
             return used;
         }
         let mut out = Vec::new();
