@@ -15,6 +15,9 @@
 //! blank), and everything written since the model was set up went through it. Any other byte
 //! ends it: the model is written back into the emulator and the slow path takes over.
 
+mod words;
+pub(crate) use words::find_byte;
+
 /// What a line ended with.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -193,7 +196,9 @@ impl LineModel {
 }
 
 /// How many bytes at the start of `buf` are printable ASCII (`0x20..=0x7e`): the bulk paths'
-/// scan, 16 bytes at a time (a loop the compiler turns into vector compares).
+/// scan, 16 bytes at a time (a loop the compiler turns into vector compares) while the run goes
+/// on, and the block that ends it 8 bytes at a time (a coloured line's runs are short: a byte at
+/// a time cost more than the rest of the line's handling).
 pub(crate) fn printable_run(buf: &[u8]) -> usize {
     let mut i = 0;
     for chunk in buf.chunks_exact(16) {
@@ -206,10 +211,16 @@ pub(crate) fn printable_run(buf: &[u8]) -> usize {
         }
         i += 16;
     }
-    i + buf[i..]
-        .iter()
-        .position(|b| !(0x20..=0x7e).contains(b))
-        .unwrap_or(buf.len() - i)
+    words::run(buf, i, not_printable, is_printable)
+}
+
+fn is_printable(b: u8) -> bool {
+    (0x20..=0x7e).contains(&b)
+}
+
+/// Marks the bytes of a word that are not printable ASCII (see [`words::run`]).
+fn not_printable(word: u64) -> u64 {
+    !words::in_range(word, 0x20, 0x7e)
 }
 
 /// The text the emulator reports for a row of cells: blanks before content become spaces.

@@ -28,6 +28,7 @@ use crate::fastpath::LineModel;
 use crate::job::JobStatus;
 use crate::output::OutputSlice;
 
+mod adopt;
 mod capture;
 pub(crate) use capture::FinalLines;
 mod deferred;
@@ -102,6 +103,8 @@ pub struct Terminal {
     unborn: Option<(u16, u16)>,
     /// What reads showed of the lines that may still change (see [`shown`]).
     shown: shown::Shown,
+    /// When the screen is looked at for taking over (see [`Self::adopt_lines`]).
+    adopt: adopt::Adopt,
 }
 
 impl std::fmt::Debug for Terminal {
@@ -132,6 +135,7 @@ impl Terminal {
             frozen: None,
             unborn: Some((cols, rows)),
             shown: shown::Shown::default(),
+            adopt: adopt::Adopt::default(),
         }
     }
 

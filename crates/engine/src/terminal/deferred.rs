@@ -45,6 +45,18 @@ impl Rows {
         rows
     }
 
+    /// Rows of `cols` cells one after another in `cells` (0 is a blank cell), oldest first,
+    /// each `lens` long.
+    pub(super) fn from_cells(cols: usize, cells: Vec<u8>, lens: Vec<usize>) -> Self {
+        debug_assert_eq!(cells.len(), cols * lens.len());
+        Self {
+            cols,
+            cells,
+            lens,
+            head: 0,
+        }
+    }
+
     fn put(&mut self, slot: usize, row: &[u8]) {
         let row = &row[..row.len().min(self.cols)];
         self.cells[slot * self.cols..slot * self.cols + row.len()].copy_from_slice(row);

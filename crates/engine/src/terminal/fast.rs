@@ -79,6 +79,27 @@ impl Terminal {
         }
     }
 
+    /// Runs the line model, while it is in use, over the bytes at the start of `bytes` (valid
+    /// UTF-8, the parser mirror in the ground state) that it takes, before the feed looks for
+    /// sequences in them: it takes only text, `\r`, `\n`, BEL and complete colour and
+    /// erase-in-line sequences, none of which the feed acts on, so they would have reached
+    /// [`Self::process`] unexamined anyway — a coloured line's sequences are then read once,
+    /// not twice. Returns how many bytes it took; afterwards the emulator shows what it would
+    /// after [`Self::process`] of them. The model is not set up here: a terminal it does not
+    /// describe costs nothing more.
+    pub(super) fn process_simple(&mut self, bytes: &[u8]) -> usize {
+        if !self.fast || self.model.is_none() || matches!(self.deferred, Some(Deferred::Wrapped(_)))
+        {
+            return 0;
+        }
+        let used = self.run_model(bytes);
+        // As `process` ends: a deferred run of lines is not in the emulator yet.
+        if used > 0 && !self.lines_deferred() {
+            self.sync();
+        }
+        used
+    }
+
     /// The model of the bottom row, if the emulator is in a state the model can describe: the
     /// cursor on the bottom row of the main screen (short of the last column, where a pending
     /// wrap is more than a position), default attributes, and a row of plain ASCII cells with
@@ -180,10 +201,18 @@ impl Terminal {
         }
         let finished = Finished::new(&flat, &ends);
         let line = |i: usize| finished.row(i);
+        // Fewer lines than a screenful would each be drawn, and scroll rows off through the
+        // emulator: the screen is taken over instead when it can be.
+        if !ends.is_empty() && ends.len() < rows && self.adopt_lines(ends.len()) {
+            debug_assert!(self.lines_deferred());
+        }
         if let Some(Deferred::Lines(shown)) = self.deferred.as_mut() {
             // The run goes on below a deferred screen: every finished row (the model's own
             // first) enters it at the bottom, and the emulator is not touched.
             shown.scroll_in(&finished, self.parser.callbacks_mut());
+            if let Some(held) = self.adopt.held.as_mut() {
+                *held += finished.len();
+            }
             return used;
         }
         let mut out = Vec::new();

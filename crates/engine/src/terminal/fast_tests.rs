@@ -158,3 +158,109 @@ fn a_run_of_short_lines_is_not_drawn_until_something_needs_the_screen() {
     );
     assert_same(&fast, &slow, "after the query");
 }
+
+#[test]
+fn queries_and_repeats_after_what_the_line_model_took_match_the_emulator() {
+    // A chunk the line model takes whole, then one starting with a query (the cursor's place
+    // and attributes are read from the emulator), a repeat of the last character or a clear.
+    let after = [
+        "\x1b[6n",
+        "\x1b[3b\r\n",
+        "\x1b[2J",
+        "\x1b[?1049h\x1b[?1049l",
+        "\x1b[c",
+        "\x1b]0;title\x07",
+        "\t\r\n",
+    ];
+    for seed in 1..=200u64 {
+        let mut r = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let (mut fast, mut slow) = terminals();
+        let (mut fast_replies, mut slow_replies) = (Vec::new(), Vec::new());
+        let mut fed = String::new();
+        for _ in 0..r.below(12) + 1 {
+            let text = match r.below(4) {
+                0 => format!("\x1b[3{}m{}\x1b[0m {}", r.below(8), r.text(8), r.text(6)),
+                1 => format!("{}\r\n\x1b[1m{}", r.text(12), r.text(4)),
+                2 => (0..r.below(12))
+                    .map(|i| format!("\x1b[32mok\x1b[0m {i}\r\n"))
+                    .collect(),
+                _ => piece(&mut r),
+            };
+            let next = after[r.below(after.len() as u64) as usize];
+            for chunk in [text.as_str(), next] {
+                fast.feed(chunk.as_bytes());
+                slow.feed(chunk.as_bytes());
+                fast_replies.extend(fast.take_replies());
+                slow_replies.extend(slow.take_replies());
+            }
+            fed.push_str(&text);
+            fed.push_str(next);
+        }
+        assert_eq!(
+            fast_replies, slow_replies,
+            "replies differ: seed {seed}: {fed:?}"
+        );
+        assert_same(&fast, &slow, &format!("seed {seed}: {fed:?}"));
+    }
+}
+
+#[test]
+fn lines_fed_one_by_one_take_the_screen_over_once_it_shows_only_plain_lines() {
+    let (mut fast, mut slow) = terminals();
+    // A coloured erase leaves coloured blanks: that screen cannot be taken over until the row
+    // scrolled off.
+    let mut pieces = vec!["\x1b[41m\x1b[Kred\x1b[0m\r\n".to_owned()];
+    pieces.extend((0..40).map(|i| format!("\x1b[32mline\x1b[0m {i}  \x1b[1mx\x1b[0m\r\n")));
+    let mut deferred_after = None;
+    for (n, piece) in pieces.iter().enumerate() {
+        fast.feed(piece.as_bytes());
+        slow.feed(piece.as_bytes());
+        assert_same(&fast, &slow, &format!("after piece {n}"));
+        assert_eq!(fast.cursor_line(), slow.cursor_line(), "after piece {n}");
+        if n < 6 {
+            assert!(
+                !fast.lines_deferred(),
+                "the coloured row is still on screen"
+            );
+        }
+        if fast.lines_deferred() && deferred_after.is_none() {
+            deferred_after = Some(n);
+        }
+    }
+    assert!(deferred_after.is_some(), "never taken over");
+    assert!(fast.lines_deferred());
+    // A query needs the emulator: the held screen is drawn first.
+    for t in [&mut fast, &mut slow] {
+        t.feed(b"> \x1b[6n");
+    }
+    assert_eq!(fast.take_replies(), slow.take_replies());
+    assert_eq!(
+        fast.parser.screen().contents(),
+        slow.parser.screen().contents()
+    );
+    assert_same(&fast, &slow, "after the query");
+}
+
+#[test]
+fn output_that_needs_the_emulator_every_few_lines_is_taken_over_ever_more_rarely() {
+    // Every fourth line holds a tab, which the line model leaves to the emulator: a screen
+    // taken over is drawn again a few lines later, so the wait before the next takeover grows.
+    let (mut fast, mut slow) = terminals();
+    let mut takeovers = 0;
+    for i in 0..2000 {
+        let line = if i % 4 == 0 {
+            format!("a\tb {i}\r\n")
+        } else {
+            format!("line {i}\r\n")
+        };
+        let was = fast.lines_deferred();
+        fast.feed(line.as_bytes());
+        slow.feed(line.as_bytes());
+        if !was && fast.lines_deferred() {
+            takeovers += 1;
+        }
+    }
+    assert_same(&fast, &slow, "2000 lines");
+    // Without the growing wait: a takeover every few screenfuls, well over 100.
+    assert!((1..30).contains(&takeovers), "{takeovers} takeovers");
+}

@@ -29,8 +29,13 @@ impl Terminal {
     /// sequence the transcript acts on, a query, a string, or a sequence cut by the end of the
     /// chunk or holding controls goes through the parser mirror.
     pub(super) fn feed_clean(&mut self, buf: &[u8]) {
-        let mut start = 0;
-        let mut i = 0;
+        // What the line model takes needs no looking at here (see `Self::process_simple`).
+        let mut i = if self.mirror.state == State::Ground {
+            self.process_simple(buf)
+        } else {
+            0
+        };
+        let mut start = i;
         while i < buf.len() {
             if self.mirror.state != State::Ground {
                 i += self.mirror.skip_string(&buf[i..]);
@@ -41,7 +46,7 @@ impl Terminal {
                 start = i;
                 continue;
             }
-            let Some(p) = memchr::memchr(0x1b, &buf[i..]) else {
+            let Some(p) = crate::fastpath::find_byte(0x1b, &buf[i..]) else {
                 break;
             };
             let esc = i + p;
