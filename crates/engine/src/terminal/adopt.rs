@@ -6,6 +6,7 @@
 
 use super::Terminal;
 use super::deferred::{Deferred, Rows};
+use super::fast::plain_ascii;
 
 /// The longest wait between two takeovers, in screenfuls of lines.
 const MAX_WAIT: usize = 64;
@@ -87,26 +88,8 @@ impl Terminal {
             let row = &mut cells[usize::from(r) * width..][..width];
             let mut len = 0;
             for c in 0..cols {
-                let cell = screen.cell(r, c)?;
-                let plain = cell.fgcolor() == vt100::Color::Default
-                    && cell.bgcolor() == vt100::Color::Default
-                    && [
-                        cell.bold(),
-                        cell.dim(),
-                        cell.italic(),
-                        cell.underline(),
-                        cell.inverse(),
-                    ] == [false; 5];
-                if !plain {
-                    return None;
-                }
-                if cell.has_contents() {
-                    let &[b] = cell.contents().as_bytes() else {
-                        return None;
-                    };
-                    if !(0x20..=0x7e).contains(&b) {
-                        return None;
-                    }
+                let b = plain_ascii(screen.cell(r, c)?)?;
+                if b != 0 {
                     row[usize::from(c)] = b;
                     len = usize::from(c) + 1;
                 }

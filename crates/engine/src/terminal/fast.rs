@@ -116,37 +116,21 @@ impl Terminal {
         if screen.alternate_screen() || row != bottom || col + 1 >= cols.get() {
             return None;
         }
-        let plain = |fg: Color, bg: Color, flags: [bool; 5]| {
-            fg == Color::Default && bg == Color::Default && flags == [false; 5]
-        };
-        let flags = [
+        let pen = [
             screen.bold(),
             screen.dim(),
             screen.italic(),
             screen.underline(),
             screen.inverse(),
         ];
-        if !plain(screen.fgcolor(), screen.bgcolor(), flags) {
+        if !plain_attributes(screen.fgcolor(), screen.bgcolor(), pen) {
             return None;
         }
         let mut model = LineModel::new(cols.get());
         for c in 0..cols.get() {
-            let cell = screen.cell(bottom, c)?;
-            let flags = [
-                cell.bold(),
-                cell.dim(),
-                cell.italic(),
-                cell.underline(),
-                cell.inverse(),
-            ];
-            if !plain(cell.fgcolor(), cell.bgcolor(), flags) {
-                return None;
-            }
-            if cell.has_contents() {
-                let &[b] = cell.contents().as_bytes() else {
-                    return None;
-                };
-                if !(0x20..=0x7e).contains(&b) || c + 1 == cols.get() {
+            let b = plain_ascii(screen.cell(bottom, c)?)?;
+            if b != 0 {
+                if c + 1 == cols.get() {
                     return None;
                 }
                 model.cells[usize::from(c)] = b;
@@ -424,6 +408,33 @@ impl Terminal {
         }
         out.extend_from_slice(&model.sgr);
         self.draw(&out);
+    }
+}
+
+/// Whether colours and attributes (bold, dim, italic, underline, inverse) are the defaults.
+fn plain_attributes(fg: Color, bg: Color, flags: [bool; 5]) -> bool {
+    fg == Color::Default && bg == Color::Default && flags == [false; 5]
+}
+
+/// A cell the line model can hold: default colours and attributes, and blank (`Some(0)`) or
+/// one printable ASCII character (`Some` of it); `None` for any other.
+pub(super) fn plain_ascii(cell: &vt100::Cell) -> Option<u8> {
+    let flags = [
+        cell.bold(),
+        cell.dim(),
+        cell.italic(),
+        cell.underline(),
+        cell.inverse(),
+    ];
+    if !plain_attributes(cell.fgcolor(), cell.bgcolor(), flags) {
+        return None;
+    }
+    if !cell.has_contents() {
+        return Some(0);
+    }
+    match *cell.contents().as_bytes() {
+        [b] if (0x20..=0x7e).contains(&b) => Some(b),
+        _ => None,
     }
 }
 
