@@ -303,6 +303,25 @@ pub fn raw_pty_spawn(command: &str) -> RawPty {
     }
 }
 
+/// Reads `master` until every process holding its terminal is gone (EOF or EIO), handing
+/// each read to `each` (the bare PTY reader's loop, 64 KiB at a time); returns the bytes read.
+pub fn read_to_end(master: &OwnedFd, mut each: impl FnMut(&[u8])) -> usize {
+    use std::os::fd::AsFd;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = 0;
+    loop {
+        match nix::unistd::read(master.as_fd(), &mut buf) {
+            Ok(0) | Err(nix::errno::Errno::EIO) => return got,
+            Ok(n) => {
+                got += n;
+                each(&buf[..n]);
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
 /// The three kinds of output the throughput benchmarks use.
 pub const KINDS: [&str; 3] = ["plain", "ansi", "progress"];
 

@@ -19,7 +19,9 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ptyjobs_bench::{Rpc, Stats, fmt_d, ratio, raw_pty_spawn, sibling, target_row, targets_header};
+use ptyjobs_bench::{
+    Rpc, Stats, fmt_d, ratio, raw_pty_spawn, read_to_end, sibling, target_row, targets_header,
+};
 use serde_json::{Value, json};
 
 const ROUNDS: usize = 5;
@@ -38,17 +40,9 @@ fn server(policy: Option<&std::path::Path>, cwd: &std::path::Path) -> Rpc {
 /// The bare PTY reader: `command` on a PTY of this process, read to EIO with no processing
 /// (the physical limit), start → end.
 fn bare(command: &str) -> Duration {
-    use std::os::fd::AsFd;
     let t = Instant::now();
     let mut pty = raw_pty_spawn(command);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match nix::unistd::read(pty.master.as_fd(), &mut buf) {
-            Ok(0) | Err(nix::errno::Errno::EIO) => break,
-            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => panic!("read: {e}"),
-        }
-    }
+    read_to_end(&pty.master, |_| {});
     pty.child.wait().expect("wait");
     t.elapsed()
 }

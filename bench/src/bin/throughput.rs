@@ -23,12 +23,10 @@
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 use std::io::Write;
-use std::os::fd::AsFd;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use ptyjobs_bench::{KINDS, raw_pty_spawn, sample, target_row, targets_header};
+use ptyjobs_bench::{KINDS, raw_pty_spawn, read_to_end, sample, target_row, targets_header};
 use ptyjobs_engine::{EngineConfig, JobManager, JobSpec, StoreConfig, Terminal};
 
 fn produce(kind: &str, total: usize) {
@@ -76,21 +74,11 @@ fn bare(kind: &str, bytes: usize, start: Start, mut term: Option<Terminal>) -> D
         let child = cmd.spawn().expect("spawn");
         (child, pty.master)
     };
-    let mut buf = vec![0u8; 1 << 16];
-    let mut got = 0usize;
-    loop {
-        match nix::unistd::read(master.as_fd(), &mut buf) {
-            Ok(0) | Err(Errno::EIO) => break,
-            Ok(n) => {
-                got += n;
-                if let Some(t) = term.as_mut() {
-                    t.feed(&buf[..n]);
-                }
-            }
-            Err(Errno::EINTR) => {}
-            Err(e) => panic!("read: {e}"),
+    let got = read_to_end(&master, |bytes| {
+        if let Some(t) = term.as_mut() {
+            t.feed(bytes);
         }
-    }
+    });
     if let Some(t) = term.as_mut() {
         t.finish();
     }

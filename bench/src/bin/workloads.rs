@@ -23,12 +23,10 @@
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 use std::io::Read;
-use std::os::fd::AsFd;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use ptyjobs_bench::{fmt_d, target_row, targets_header};
+use ptyjobs_bench::{fmt_d, raw_pty_spawn, read_to_end, target_row, targets_header};
 use ptyjobs_engine::{EngineConfig, JobManager, JobSpec};
 
 struct Workload {
@@ -62,37 +60,9 @@ fn workloads(scale: f64) -> Vec<Workload> {
 /// Spawn → all output read to EIO from a PTY master (nothing else done with the bytes).
 fn bare(w: &Workload) -> Duration {
     let t = Instant::now();
-    let pty = nix::pty::openpty(None, None).expect("openpty");
-    let slave = std::fs::File::from(pty.slave);
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(&w.command);
-    cmd.stdin(slave.try_clone().expect("dup"))
-        .stdout(slave.try_clone().expect("dup"))
-        .stderr(Stdio::null());
-    // SAFETY: setsid and ioctl are async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("spawn");
-    drop(cmd);
-    drop(slave);
-    let mut buf = vec![0u8; 1 << 16];
-    let mut got = 0usize;
-    loop {
-        match nix::unistd::read(pty.master.as_fd(), &mut buf) {
-            Ok(0) | Err(Errno::EIO) => break,
-            Ok(n) => got += n,
-            Err(Errno::EINTR) => {}
-            Err(e) => panic!("read: {e}"),
-        }
-    }
-    child.wait().expect("wait");
+    let mut pty = raw_pty_spawn(&w.command);
+    let got = read_to_end(&pty.master, |_| {});
+    pty.child.wait().expect("wait");
     assert!(got >= w.bytes, "bare reader got {got} of {}", w.bytes);
     t.elapsed()
 }
