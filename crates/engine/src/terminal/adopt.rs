@@ -55,17 +55,14 @@ impl Terminal {
             self.adopt.left = self.adopt.left.saturating_sub(lines);
             return false;
         }
-        let screen = self.parser.screen();
-        let (rows, cols) = screen.size();
-        let (rows, cols) = (rows.get(), cols.get());
-        let Some(rows) = self.plain_rows(rows, cols) else {
+        let (rows, cols) = self.parser.screen().size();
+        let Some(held) = self.plain_rows(rows.get(), cols.get()) else {
             self.adopt.left = screenful;
             return false;
         };
-        let bottom = self.parser.screen().size().0.get();
-        // Cleared without scrolling, the cursor where a run of lines leaves it.
-        self.draw(format!("\x1b[0m\x1b[H\x1b[2J\x1b[{bottom}H").as_bytes());
-        self.deferred = Some(Deferred::Lines(rows));
+        // Cleared without scrolling, the cursor on the bottom row, where a run of lines leaves it.
+        self.draw(format!("\x1b[0m\x1b[H\x1b[2J\x1b[{screenful}H").as_bytes());
+        self.deferred = Some(Deferred::Lines(held));
         self.adopt.held = Some(0);
         true
     }
